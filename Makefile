@@ -1,0 +1,74 @@
+# gpufabric.rdma — development entry points. `make help` lists them.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+COLLECTIONS := $(CURDIR)/build/collections
+COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpufabric/rdma
+LAB_INVENTORY := inventories/lab
+
+# Every tool below runs from the venv and sees this checkout as gpufabric.rdma.
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_FORCE_COLOR ?= 0
+export PY_COLORS ?= 0
+
+.PHONY: help venv collection docker image lab lab-destroy test unit sanity lint yamllint build molecule changelog clean
+
+help:
+	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml"
+	@echo "make test         every test: unit, sanity, ansible-lint, yamllint, build, molecule (timed)"
+	@echo "make lab-destroy  remove the lab containers and network"
+	@echo "make unit | sanity | lint | yamllint | build | molecule   one stage of make test"
+	@echo "make changelog    render CHANGELOG.rst from changelogs/fragments"
+
+$(VENV)/.installed: requirements-dev.txt
+	@if ! $(PYTHON) -m venv --help >/dev/null 2>&1 || ! $(PYTHON) -c 'import ensurepip' 2>/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; \
+	  else echo "Python venv support is missing: install python3-venv (Debian/Ubuntu) and run make again" >&2; exit 1; fi; \
+	fi
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+# The checkout itself is the installed collection: edits are live, nothing to rebuild.
+collection: venv
+	@mkdir -p $(dir $(COLLECTION_LINK))
+	@ln -sfn $(CURDIR) $(COLLECTION_LINK)
+
+docker:
+	@tests/lab/ensure-docker.sh
+
+image: docker
+	@tests/lab/build-image.sh
+
+lab: collection image
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
+
+lab-destroy: collection docker
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent
+
+test: collection image
+	@tests/run-stages.sh unit sanity lint yamllint build molecule
+
+unit sanity lint yamllint build: collection
+	@tests/run-stages.sh $@
+
+molecule: collection image
+	@tests/run-stages.sh $@
+
+changelog: collection
+	antsibull-changelog release --refresh-only 2>/dev/null || antsibull-changelog generate
+
+clean:
+	rm -rf build dist $(VENV) .pytest_cache

@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that turn gathered facts into node records and summaries (thin wrappers)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufabric.rdma.plugins.module_utils import report
+
+
+def _wrap(func):
+    def filter_func(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise AnsibleFilterError("gpufabric.rdma.%s: %s" % (func.__name__, exc))
+    filter_func.__name__ = func.__name__
+    return filter_func
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "node_record": _wrap(report.node_record),
+            "node_summary": _wrap(report.node_summary),
+        }

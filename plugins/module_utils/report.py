@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Node records and readable summaries.
+
+Pure functions: dictionaries of facts in, plain dictionaries or text out. Standard library only,
+so the same code serves modules on managed nodes, filters on the controller and unit tests.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+NODE_RECORD_SCHEMA = 1
+
+# Interfaces that never carry fabric traffic; listing them only hides the ones that do.
+_SKIP_INTERFACE_PREFIXES = ("lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cali")
+
+
+def _interface_record(name, facts):
+    """One network interface from ansible_facts, as the node record keeps it."""
+    iface = facts.get(name.replace("-", "_").replace(".", "_")) or facts.get(name) or {}
+    ipv4 = iface.get("ipv4") or {}
+    mtu = iface.get("mtu")
+    return {
+        "name": name,
+        "mtu": int(mtu) if mtu is not None else None,
+        "active": bool(iface.get("active", False)),
+        "ipv4": ipv4.get("address"),
+        "macaddress": iface.get("macaddress"),
+        "driver": (iface.get("module") or None),
+    }
+
+
+def node_record(facts, rdma_devices=None, gpu_count=0):
+    """Build the node record written to /etc/gpufabric/facts.json.
+
+    ``facts`` is the ``ansible_facts`` dictionary of one host (without the ``ansible_`` prefix,
+    as ``ansible_facts`` holds it). ``rdma_devices`` is a list of RDMA device names and
+    ``gpu_count`` the number of NVIDIA GPUs seen by the kernel driver. Only stable values are
+    kept so that the record, and the file holding it, changes only when the node changes.
+    """
+    if not isinstance(facts, dict):
+        raise TypeError("node_record expects the ansible_facts dictionary, got %s" % type(facts).__name__)
+    interfaces = []
+    for name in sorted(facts.get("interfaces") or []):
+        if name.startswith(_SKIP_INTERFACE_PREFIXES):
+            continue
+        interfaces.append(_interface_record(name, facts))
+    distribution = " ".join(
+        str(part) for part in (facts.get("distribution"), facts.get("distribution_version")) if part
+    )
+    return {
+        "schema": NODE_RECORD_SCHEMA,
+        "hostname": facts.get("hostname"),
+        "os": distribution or facts.get("system"),
+        "kernel": facts.get("kernel"),
+        "architecture": facts.get("architecture"),
+        "virtualization": "%s/%s" % (
+            facts.get("virtualization_type") or "none",
+            facts.get("virtualization_role") or "host",
+        ),
+        "cpus": facts.get("processor_vcpus") or facts.get("processor_count"),
+        "memory_mib": facts.get("memtotal_mb"),
+        "interfaces": interfaces,
+        "rdma_devices": sorted(rdma_devices or []),
+        "gpu_count": int(gpu_count or 0),
+    }
+
+
+def _cell(value):
+    if value is None or value == "" or value == []:
+        return "-"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def render_table(header, rows):
+    """Render rows (lists of cells) under a header as an aligned plain-text table."""
+    cells = [[_cell(c) for c in header]] + [[_cell(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+SUMMARY_HEADER = ["node", "os", "kernel", "cpus", "mem GiB", "GPUs", "RDMA devices", "interfaces (mtu)"]
+
+
+def node_summary(records):
+    """One line per node from a {host: node record} mapping, sorted by host name."""
+    if not isinstance(records, dict):
+        raise TypeError("node_summary expects a mapping of host name to node record")
+    rows = []
+    for host in sorted(records):
+        record = records[host] or {}
+        memory = record.get("memory_mib")
+        interfaces = [
+            "%s(%s)" % (i.get("name"), i.get("mtu") if i.get("mtu") is not None else "?")
+            for i in record.get("interfaces") or []
+        ]
+        rows.append([
+            host,
+            record.get("os"),
+            record.get("kernel"),
+            record.get("cpus"),
+            "%.1f" % (memory / 1024.0) if isinstance(memory, (int, float)) else None,
+            record.get("gpu_count", 0),
+            record.get("rdma_devices") or "none",
+            interfaces,
+        ])
+    return render_table(SUMMARY_HEADER, rows)

@@ -1,0 +1,13 @@
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufabric.rdma.plugins.filter.fabric import FilterModule
+
+
+def test_filters_are_registered():
+    assert set(FilterModule().filters()) == {"node_record", "node_summary"}
+
+
+def test_filter_errors_name_the_filter():
+    with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.node_summary: .*mapping"):
+        FilterModule().filters()["node_summary"](["not", "a", "mapping"])

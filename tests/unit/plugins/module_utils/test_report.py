@@ -1,0 +1,72 @@
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import report
+
+
+def test_node_record_from_real_lab_facts(lab_facts):
+    record = report.node_record(lab_facts, rdma_devices=["mlx5_1", "mlx5_0"], gpu_count=8)
+    assert record["schema"] == report.NODE_RECORD_SCHEMA
+    assert record["hostname"] == "gpufabric-node1"
+    assert record["os"] == "Debian 12.15"
+    assert record["virtualization"] == "docker/guest"
+    assert record["cpus"] == 2
+    assert record["memory_mib"] == lab_facts["memtotal_mb"]
+    # loopback is dropped; eth0 keeps its MTU and lab address
+    assert [i["name"] for i in record["interfaces"]] == ["eth0"]
+    eth0 = record["interfaces"][0]
+    assert eth0["mtu"] == 1500
+    assert eth0["ipv4"] == lab_facts["eth0"]["ipv4"]["address"]
+    assert eth0["active"] is True
+    assert record["rdma_devices"] == ["mlx5_0", "mlx5_1"]
+    assert record["gpu_count"] == 8
+
+
+def test_node_record_keeps_only_stable_values(lab_facts):
+    """The record must not change between runs, or facts.json would never be idempotent."""
+    changed = dict(lab_facts, uptime_seconds=1, memfree_mb=1, date_time={"epoch": "1"})
+    assert report.node_record(changed) == report.node_record(lab_facts)
+
+
+def test_node_record_fabric_interfaces_and_odd_names():
+    facts = {
+        "hostname": "gpu7",
+        "interfaces": ["lo", "docker0", "ib0", "enp1s0f0np0", "bond0.100", "vethab12"],
+        "ib0": {"mtu": 4092, "active": True, "ipv4": {"address": "10.0.0.7"}, "module": "ib_ipoib"},
+        "enp1s0f0np0": {"mtu": 9000, "active": False, "module": "mlx5_core"},
+        "bond0_100": {"mtu": 9000, "active": True},
+    }
+    record = report.node_record(facts)
+    assert [i["name"] for i in record["interfaces"]] == ["bond0.100", "enp1s0f0np0", "ib0"]
+    by_name = {i["name"]: i for i in record["interfaces"]}
+    assert by_name["bond0.100"]["mtu"] == 9000
+    assert by_name["enp1s0f0np0"]["driver"] == "mlx5_core"
+    assert by_name["enp1s0f0np0"]["ipv4"] is None
+    assert by_name["ib0"]["ipv4"] == "10.0.0.7"
+    assert record["rdma_devices"] == [] and record["gpu_count"] == 0
+
+
+def test_node_record_rejects_non_dict():
+    with pytest.raises(TypeError, match="ansible_facts dictionary, got str"):
+        report.node_record("gpu7")
+
+
+def test_node_summary_table(lab_facts):
+    records = {
+        "node2": report.node_record(dict(lab_facts, hostname="node2")),
+        "node1": report.node_record(lab_facts, ["erdma_0"], 8),
+    }
+    lines = report.node_summary(records).splitlines()
+    assert lines[0].split()[:3] == ["node", "os", "kernel"]
+    assert set(lines[1]) <= {"-", " "}
+    assert lines[2].startswith("node1 ") and lines[3].startswith("node2 ")
+    assert "erdma_0" in lines[2] and "eth0(1500)" in lines[2]
+    assert " none " in lines[3]
+    # columns line up: every row starts its kernel column at the same offset
+    offset = lines[0].index("kernel")
+    assert all(line[offset:].startswith(lab_facts["kernel"]) for line in lines[2:])
+
+
+def test_node_summary_host_without_record():
+    lines = report.node_summary({"down1": {}}).splitlines()
+    assert lines[2].split()[0] == "down1"
+    assert lines[2].split()[-2:] == ["none", "-"]
