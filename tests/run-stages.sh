@@ -12,15 +12,24 @@ stage_unit() {
 }
 
 # ansible-test insists on running inside ansible_collections/<ns>/<name>; give it a copy of
-# exactly the files git would ship (tracked, plus untracked ones not ignored).
+# exactly the files git would ship (tracked, plus untracked ones not ignored). The copy lives
+# outside this checkout: inside it, ansible-test would ask our git and see only ignored files.
 stage_sanity() {
-  local dest=build/sanity/ansible_collections/gpufabric/rdma
-  rm -rf build/sanity && mkdir -p "$dest"
+  local base="${TMPDIR:-/tmp}/gpufabric-sanity"
+  local dest="$base/ansible_collections/gpufabric/rdma"
+  rm -rf "$base" && mkdir -p "$dest"
   git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
     [[ -e "$f" ]] && printf '%s\0' "$f"
   done | xargs -0 cp --parents -t "$dest"
+  # ansible-test bootstraps each sanity venv with a get-pip.py it downloads from a host we
+  # cannot reach; put the offline stand-in where it looks first.
+  local pip_version cache
+  pip_version=$(grep -ohE "pip='[0-9.]+'" "$(python -c 'import ansible_test, os; print(os.path.dirname(ansible_test.__file__))')/_internal/python_requirements.py" \
+                | head -n1 | grep -oE '[0-9.]+')
+  cache="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
+  mkdir -p "$(dirname "$cache")" && cp tests/lab/get_pip_offline.py "$cache"
   (cd "$dest" && ansible-test sanity --color no --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
-     --venv --skip-test shellcheck)
+     --requirements --skip-test shellcheck)
 }
 
 stage_lint() {
@@ -32,7 +41,7 @@ stage_yamllint() {
 }
 
 stage_build() {
-  pytest -q tests/build
+  pytest -q tests/packaging
 }
 
 stage_molecule() {
