@@ -39,3 +39,9 @@ def lab_facts():
     with open(fixture_path("ansible_facts", "lab_bookworm_container.json"), encoding="utf-8") as handle:
         raw = json.load(handle)["ansible_facts"]
     return {(k[len("ansible_"):] if k.startswith("ansible_") else k): v for k, v in raw.items()}
+
+
+@pytest.fixture
+def fixture_file():
+    """Path of a file or tree under tests/unit/fixtures (for readers that take paths)."""
+    return fixture_path

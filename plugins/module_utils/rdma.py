@@ -1,0 +1,418 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""RDMA device discovery: sysfs trees and ibv_devinfo text to plain dictionaries.
+
+Standard library only; runs on managed nodes (rdma_devices module) and on the controller
+(parse_ibv_devinfo filter). Reading a sysfs tree takes a root path so tests and users can
+point it at a captured copy of /sys.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ipaddress
+import os
+import re
+
+TRANSPORTS = ("InfiniBand", "RoCE", "iWARP", "eRDMA", "EFA", "unknown")
+
+# Kernel driver of the device -> transport, where the driver alone decides it.
+_DRIVER_TRANSPORT = {
+    "erdma": "eRDMA",
+    "efa": "EFA",
+    "rdma_rxe": "RoCE",
+    "rxe": "RoCE",
+    "siw": "iWARP",
+    "iw_cxgb4": "iWARP",
+    "i40iw": "iWARP",
+}
+# PCI vendor ids whose devices are known by their vendor alone (Alibaba eRDMA prints 0x1ded).
+_VENDOR_TRANSPORT = {"0x1ded": "eRDMA", "0x1d0f": "EFA"}
+
+_STATE_RE = re.compile(r"^\s*(?:(\d+)\s*:\s*)?(?:PORT_(?!CONFIGURATION))?([A-Za-z_]+)\s*(?:\((\d+)\))?\s*$")
+_RATE_RE = re.compile(r"^\s*([\d.]+)\s*Gb/sec")
+
+
+def _read(path):
+    """Text of a sysfs attribute, stripped; None when absent or unreadable (a normal answer)."""
+    try:
+        with open(path, "r") as handle:
+            return handle.read().strip()
+    except (IOError, OSError, UnicodeDecodeError):
+        return None
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except (IOError, OSError):
+        return []
+
+
+# verbs prints physical states in upper case ('LINK_UP (5)'); sysfs as '5: LinkUp'. Report the
+# sysfs spelling whichever source it came from.
+_PHYS_STATES = {
+    "SLEEP": "Sleep", "POLLING": "Polling", "DISABLED": "Disabled",
+    "PORT_CONFIGURATION_TRAINING": "PortConfigurationTraining", "LINK_UP": "LinkUp",
+    "LINK_ERROR_RECOVERY": "LinkErrorRecovery", "PHY_TEST": "PhyTest", "NOP": "Nop",
+}
+
+
+def parse_state(text):
+    """'4: ACTIVE', 'PORT_ACTIVE (4)' or 'ACTIVE' -> 'ACTIVE'; '5: LinkUp' or 'LINK_UP (5)' -> 'LinkUp'."""
+    if text is None:
+        return None
+    match = _STATE_RE.match(text)
+    if not match:
+        return text.strip() or None
+    word = match.group(2)
+    return _PHYS_STATES.get(word, word)
+
+
+def parse_rate_gbps(text):
+    """'100 Gb/sec (4X EDR)' -> 100; '2.5 Gb/sec (1X SDR)' -> 2.5; None when unknown."""
+    if not text:
+        return None
+    match = _RATE_RE.match(text)
+    if not match:
+        return None
+    value = float(match.group(1))
+    return int(value) if value.is_integer() else value
+
+
+def parse_int(text):
+    """Decimal or 0x-hex integer text -> int; None when empty or not a number."""
+    if text is None:
+        return None
+    text = text.strip()
+    try:
+        return int(text, 16) if text.lower().startswith("0x") else int(text)
+    except ValueError:
+        return None
+
+
+def normalize_gid(text):
+    """Any printed GID (sysfs hex groups or inet_ntop form) -> (exploded gid, ipv4 or None).
+
+    Returns (None, None) for the all-zero GID or text that is not an address.
+    """
+    try:
+        address = ipaddress.IPv6Address(text.strip())
+    except (ValueError, AttributeError):
+        return None, None
+    if int(address) == 0:
+        return None, None
+    mapped = address.ipv4_mapped
+    return address.exploded, (str(mapped) if mapped is not None else None)
+
+
+def gid_type(raw_type, link_layer):
+    """Kernel/verbs GID type text -> 'IB', 'RoCE v1' or 'RoCE v2' (None when unknown).
+
+    The kernel prints 'IB/RoCE v1' for both: the link layer tells them apart.
+    """
+    if raw_type:
+        text = raw_type.strip()
+        if text.lower() == "roce v2":
+            return "RoCE v2"
+        if text.lower() in ("ib/roce v1", "roce v1", "ib"):
+            return "IB" if link_layer == "InfiniBand" else "RoCE v1"
+    if link_layer == "InfiniBand":
+        return "IB"
+    return None
+
+
+def transport_for(driver, node_type, link_layers, vendor_id=None, verbs_transport=None):
+    """Decide the transport of a device from what is known about it."""
+    if driver in _DRIVER_TRANSPORT:
+        return _DRIVER_TRANSPORT[driver]
+    if vendor_id and vendor_id.lower() in _VENDOR_TRANSPORT:
+        return _VENDOR_TRANSPORT[vendor_id.lower()]
+    if verbs_transport:
+        word = verbs_transport.split()[0]
+        if word in ("eRDMA", "EFA"):
+            return word
+        if word.lower() == "iwarp":
+            return "iWARP"
+    if node_type and "RNIC" in node_type:
+        return "iWARP"
+    if "Ethernet" in link_layers:
+        return "RoCE"
+    if "InfiniBand" in link_layers:
+        return "InfiniBand"
+    return "unknown"
+
+
+def select_roce_v2_gid_index(gids, netdev_up=None):
+    """The GID index NCCL_IB_GID_INDEX should name, or None.
+
+    A RoCE v2 GID with an IPv4 address on a netdev that is up wins (lowest index); else the
+    lowest RoCE v2 GID with IPv4; else any RoCE v2 GID. ``netdev_up`` maps netdev -> bool;
+    netdevs missing from it count as up (ibv_devinfo alone cannot tell).
+    """
+    netdev_up = netdev_up or {}
+    v2 = [g for g in gids if g.get("type") == "RoCE v2"]
+    for candidates in (
+        [g for g in v2 if g.get("ipv4") and netdev_up.get(g.get("netdev"), True)],
+        [g for g in v2 if g.get("ipv4")],
+        v2,
+    ):
+        if candidates:
+            return min(g["index"] for g in candidates)
+    return None
+
+
+def _port_netdev(device_dir, port_num, gids):
+    for gid in gids:
+        if gid.get("netdev"):
+            return gid["netdev"]
+    # InfiniBand (IPoIB) and ports without GID netdevs: the device's net/ children,
+    # matched on dev_port (0-based) when there are several.
+    names = _listdir(os.path.join(device_dir, "device", "net"))
+    for name in names:
+        dev_port = parse_int(_read(os.path.join(device_dir, "device", "net", name, "dev_port")))
+        if dev_port is None or dev_port == port_num - 1:
+            return name
+    return None
+
+
+def read_sysfs_port(device_dir, port_name, sysfs_root):
+    port_dir = os.path.join(device_dir, "ports", port_name)
+    link_layer = _read(os.path.join(port_dir, "link_layer"))
+    gids = []
+    for index_name in _listdir(os.path.join(port_dir, "gids")):
+        index = parse_int(index_name)
+        if index is None:
+            continue
+        gid, ipv4 = normalize_gid(_read(os.path.join(port_dir, "gids", index_name)) or "")
+        if gid is None:
+            continue
+        gids.append({
+            "index": index,
+            "gid": gid,
+            "type": gid_type(_read(os.path.join(port_dir, "gid_attrs", "types", index_name)), link_layer),
+            "netdev": _read(os.path.join(port_dir, "gid_attrs", "ndevs", index_name)) or None,
+            "ipv4": ipv4,
+        })
+    gids.sort(key=lambda g: g["index"])
+    port_num = int(port_name)
+    netdev_up = {}
+    for name in set(g["netdev"] for g in gids if g["netdev"]):
+        state = _read(os.path.join(sysfs_root, "class", "net", name, "operstate"))
+        if state is not None:
+            netdev_up[name] = state.lower() in ("up", "unknown")
+    return {
+        "port": port_num,
+        "state": parse_state(_read(os.path.join(port_dir, "state"))),
+        "phys_state": parse_state(_read(os.path.join(port_dir, "phys_state"))),
+        "link_layer": link_layer,
+        "rate_gbps": parse_rate_gbps(_read(os.path.join(port_dir, "rate"))),
+        "lid": parse_int(_read(os.path.join(port_dir, "lid"))),
+        "sm_lid": parse_int(_read(os.path.join(port_dir, "sm_lid"))),
+        "active_mtu": None,
+        "netdev": _port_netdev(device_dir, port_num, gids),
+        "gids": gids,
+        "roce_v2_gid_index": select_roce_v2_gid_index(gids, netdev_up),
+    }
+
+
+def _uevent(path):
+    values = {}
+    for line in (_read(path) or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return values
+
+
+def read_sysfs_device(sysfs_root, name):
+    device_dir = os.path.join(sysfs_root, "class", "infiniband", name)
+    uevent = _uevent(os.path.join(device_dir, "device", "uevent"))
+    driver = uevent.get("DRIVER")
+    if not driver:
+        link = os.path.join(device_dir, "device", "driver")
+        driver = os.path.basename(os.path.realpath(link)) if os.path.islink(link) else None
+    if not driver and _read(os.path.join(device_dir, "parent")) is not None and name.startswith("rxe"):
+        driver = "rdma_rxe"   # soft-RoCE has no PCI device, only the parent netdev
+    pci_address = uevent.get("PCI_SLOT_NAME")
+    if not pci_address:
+        link = os.path.join(device_dir, "device")
+        if os.path.islink(link):
+            pci_address = os.path.basename(os.path.realpath(link))
+    numa = parse_int(_read(os.path.join(device_dir, "device", "numa_node")))
+    ports = [read_sysfs_port(device_dir, p, sysfs_root) for p in _listdir(os.path.join(device_dir, "ports"))
+             if p.isdigit()]
+    ports.sort(key=lambda p: p["port"])
+    node_type = _read(os.path.join(device_dir, "node_type"))
+    vendor = _read(os.path.join(device_dir, "device", "vendor"))
+    return {
+        "name": name,
+        "driver": driver,
+        "transport": transport_for(driver, node_type, set(p["link_layer"] for p in ports), vendor),
+        "node_type": parse_state(node_type),
+        "fw_ver": _read(os.path.join(device_dir, "fw_ver")),
+        "hca_type": _read(os.path.join(device_dir, "hca_type")),
+        "board_id": _read(os.path.join(device_dir, "board_id")),
+        "node_guid": _read(os.path.join(device_dir, "node_guid")),
+        "sys_image_guid": _read(os.path.join(device_dir, "sys_image_guid")),
+        "pci_address": pci_address,
+        "numa_node": numa if numa is not None and numa >= 0 else None,
+        "ports": ports,
+    }
+
+
+def read_sysfs(sysfs_root="/sys"):
+    """Every RDMA device under <sysfs_root>/class/infiniband, sorted by name ([] when none)."""
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    return [read_sysfs_device(sysfs_root, name) for name in _listdir(base)]
+
+
+# ----------------------------------------------------------------------------- ibv_devinfo
+
+_HCA_RE = re.compile(r"^hca_id:\s*(\S+)")
+_PORT_RE = re.compile(r"^\s+port:\s*(\d+)\s*$")
+_KV_RE = re.compile(r"^\s+([A-Za-z_][A-Za-z0-9_ ]*?):\s*(.*?)\s*$")
+_GID_RE = re.compile(r"^\s+GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)\s*(?:,\s*(.+?))?\s*$")
+_MTU_RE = re.compile(r"^\s*(\d+)")
+
+
+_WIDTH_RE = re.compile(r"^\s*(\d+)X")
+_SPEED_RE = re.compile(r"^\s*([\d.]+)\s*Gbps")
+
+
+def _verbs_rate(width_text, speed_text):
+    """active_width '4X (2)' x active_speed '25.0 Gbps (32)' -> 100 (Gb/s), as sysfs 'rate' says."""
+    width = _WIDTH_RE.match(width_text or "")
+    speed = _SPEED_RE.match(speed_text or "")
+    if not (width and speed):
+        return None
+    value = round(int(width.group(1)) * float(speed.group(1)), 1)
+    return int(value) if value.is_integer() else value
+
+
+def _mtu_bytes(text):
+    match = _MTU_RE.match(text or "")
+    return int(match.group(1)) if match else None
+
+
+def _finish_port(port, link_layer_default):
+    link_layer = port.pop("_link_layer", None) or link_layer_default
+    port["link_layer"] = link_layer
+    for gid in port["gids"]:
+        gid["type"] = gid_type(gid.pop("_type", None), link_layer)
+    port["roce_v2_gid_index"] = select_roce_v2_gid_index(port["gids"])
+    return port
+
+
+def parse_ibv_devinfo(text):
+    """`ibv_devinfo` or `ibv_devinfo -v` output -> list of devices with ports (and GIDs with -v).
+
+    Keys follow rdma_devices where the tool prints them; values it does not print are None.
+    Old rdma-core versions print no link_layer (then InfiniBand is assumed, as verbs does) and
+    no GID type; newer ones print 'RoCE v2' GIDs in inet_ntop form.
+    """
+    devices = []
+    device = None
+    port = None
+    for raw in (text or "").splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        match = _HCA_RE.match(line.strip())
+        if match:
+            if port is not None:
+                device["ports"].append(port)
+            port = None
+            device = {"name": match.group(1), "attributes": {}, "ports": []}
+            devices.append(device)
+            continue
+        if device is None:
+            continue
+        match = _PORT_RE.match(line)
+        if match:
+            if port is not None:
+                device["ports"].append(port)
+            port = {"port": int(match.group(1)), "attributes": {}, "gids": []}
+            continue
+        match = _GID_RE.match(line)
+        if match and port is not None:
+            gid, ipv4 = normalize_gid(match.group(2))
+            if gid is not None:
+                port["gids"].append({"index": int(match.group(1)), "gid": gid, "_type": match.group(3),
+                                     "netdev": None, "ipv4": ipv4})
+            continue
+        match = _KV_RE.match(line)
+        if match:
+            target = port["attributes"] if port is not None else device["attributes"]
+            target[match.group(1).strip()] = match.group(2)
+    if port is not None:
+        device["ports"].append(port)
+    return [_shape_verbs_device(d) for d in devices]
+
+
+def _shape_verbs_device(device):
+    attrs = device.pop("attributes")
+    ports = []
+    for port in device["ports"]:
+        pattrs = port.pop("attributes")
+        port.update({
+            "state": parse_state(pattrs.get("state")),
+            "phys_state": parse_state(pattrs.get("phys_state")),
+            "_link_layer": pattrs.get("link_layer"),
+            "rate_gbps": _verbs_rate(pattrs.get("active_width"), pattrs.get("active_speed")),
+            "lid": parse_int(pattrs.get("port_lid")),
+            "sm_lid": parse_int(pattrs.get("sm_lid")),
+            "active_mtu": _mtu_bytes(pattrs.get("active_mtu")),
+            "max_mtu": _mtu_bytes(pattrs.get("max_mtu")),
+            "netdev": None,
+        })
+        ports.append(_finish_port(port, "InfiniBand"))
+    transport_text = attrs.get("transport")
+    vendor_id = attrs.get("vendor_id")
+    return {
+        "name": device["name"],
+        "driver": None,
+        "transport": transport_for(None, None, set(p["link_layer"] for p in ports), vendor_id, transport_text),
+        "node_type": None,
+        "fw_ver": attrs.get("fw_ver"),
+        "hca_type": None,
+        "board_id": attrs.get("board_id"),
+        "node_guid": attrs.get("node_guid"),
+        "sys_image_guid": attrs.get("sys_image_guid"),
+        "vendor_id": vendor_id,
+        "vendor_part_id": parse_int(attrs.get("vendor_part_id")),
+        "pci_address": None,
+        "numa_node": None,
+        "ports": ports,
+    }
+
+
+def merge_verbs(devices, verbs_devices):
+    """Fill what only verbs knows (active_mtu; transport where sysfs could not tell) into sysfs devices."""
+    by_name = dict((d["name"], d) for d in verbs_devices)
+    for device in devices:
+        verbs = by_name.get(device["name"])
+        if not verbs:
+            continue
+        if device["transport"] == "unknown":
+            device["transport"] = verbs["transport"]
+        vports = dict((p["port"], p) for p in verbs["ports"])
+        for port in device["ports"]:
+            vport = vports.get(port["port"])
+            if vport and vport.get("active_mtu") is not None:
+                port["active_mtu"] = vport["active_mtu"]
+    return devices
+
+
+def summarize(devices):
+    """rdma_summary: counts and names a person or a `when:` can use directly."""
+    active_hcas = [d["name"] for d in devices if any(p.get("state") == "ACTIVE" for p in d["ports"])]
+    return {
+        "count": len(devices),
+        "active_ports": sum(1 for d in devices for p in d["ports"] if p.get("state") == "ACTIVE"),
+        "transports": sorted(set(d["transport"] for d in devices)),
+        "link_layers": sorted(set(p["link_layer"] for d in devices for p in d["ports"] if p.get("link_layer"))),
+        "active_hcas": active_hcas,
+    }

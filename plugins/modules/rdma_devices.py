@@ -1,0 +1,158 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: rdma_devices
+short_description: Discover RDMA devices, ports and GIDs
+version_added: 0.1.0
+author: gpufabric.rdma maintainers
+description:
+  - Reads C(/sys/class/infiniband) and returns every RDMA device with its ports, link state,
+    rate and non-zero GIDs, and the GID index NCCL should use on RoCE ports.
+  - When C(ibv_devinfo) is on C(PATH), adds what only verbs knows (the port's C(active_mtu)).
+  - Never fails on a host without RDMA hardware or tools; it returns an empty list.
+  - Read-only; supports check mode.
+options:
+  sysfs_root:
+    description:
+      - Root of the sysfs tree to read, so that a captured copy of C(/sys) can be inspected.
+    type: path
+    default: /sys
+  use_verbs:
+    description:
+      - Run C(ibv_devinfo) (when found) to add C(active_mtu) to each port.
+      - Set to V(false) when O(sysfs_root) points at a capture from another host.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+notes:
+  - The transport is decided from the kernel driver (C(erdma), C(efa), C(rdma_rxe), C(siw)),
+    then the PCI vendor, then the ports' link layer (Ethernet means RoCE).
+seealso:
+  - module: gpufabric.rdma.gpu_facts
+  - module: gpufabric.rdma.nccl_env
+"""
+
+EXAMPLES = r"""
+- name: Discover RDMA devices
+  gpufabric.rdma.rdma_devices:
+
+- name: Fail when no RDMA port is ACTIVE
+  ansible.builtin.assert:
+    that: ansible_facts.rdma_summary.active_ports > 0
+    fail_msg: "no ACTIVE RDMA port on {{ inventory_hostname }}"
+
+- name: Inspect a sysfs tree captured from another host
+  gpufabric.rdma.rdma_devices:
+    sysfs_root: /srv/captures/node17/sys
+    use_verbs: false
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to ansible_facts.
+  returned: always
+  type: complex
+  contains:
+    rdma_devices:
+      description:
+        - One entry per RDMA device, sorted by name, with keys C(name), C(driver), C(transport)
+          (C(InfiniBand), C(RoCE), C(iWARP), C(eRDMA), C(EFA) or C(unknown)), C(node_type), C(fw_ver),
+          C(hca_type), C(board_id), C(node_guid), C(sys_image_guid), C(pci_address), C(numa_node) and C(ports).
+        - Each port has C(port), C(state) (C(ACTIVE), C(DOWN), C(INIT), C(ARMED)), C(phys_state)
+          (C(LinkUp), C(Disabled), C(Polling), ...), C(link_layer), C(rate_gbps), C(lid), C(sm_lid),
+          C(active_mtu) (bytes or null), C(netdev), C(gids) (C(index), C(gid), C(type), C(netdev), C(ipv4))
+          and C(roce_v2_gid_index).
+      returned: always
+      type: list
+      elements: dict
+      sample:
+        - name: mlx5_0
+          driver: mlx5_core
+          transport: RoCE
+          node_type: CA
+          fw_ver: "22.36.1010"
+          hca_type: MT4125
+          board_id: MT_0000000359
+          node_guid: "0ac0:eb03:003d:ca54"
+          sys_image_guid: "0ac0:eb03:003d:ca54"
+          pci_address: "0000:0c:00.0"
+          numa_node: 0
+          ports:
+            - port: 1
+              state: ACTIVE
+              phys_state: LinkUp
+              link_layer: Ethernet
+              rate_gbps: 100
+              lid: 0
+              sm_lid: 0
+              active_mtu: 4096
+              netdev: eth05
+              gids:
+                - index: 3
+                  gid: "0000:0000:0000:0000:0000:ffff:0a6e:0021"
+                  type: RoCE v2
+                  netdev: eth05
+                  ipv4: 10.110.0.33
+              roce_v2_gid_index: 3
+    rdma_summary:
+      description: C(count), C(active_ports), C(transports), C(link_layers) and C(active_hcas).
+      returned: always
+      type: dict
+      sample:
+        count: 2
+        active_ports: 1
+        transports: [RoCE]
+        link_layers: [Ethernet]
+        active_hcas: [mlx5_0]
+verbs:
+  description: Whether C(ibv_devinfo) ran and its output was used.
+  returned: always
+  type: bool
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sysfs_root=dict(type="path", default="/sys"),
+            use_verbs=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    devices = rdma.read_sysfs(module.params["sysfs_root"])
+    verbs_used = False
+    if module.params["use_verbs"] and devices:
+        ibv_devinfo = module.get_bin_path("ibv_devinfo")
+        if ibv_devinfo:
+            rc, out, err = module.run_command([ibv_devinfo])
+            if rc == 0:
+                rdma.merge_verbs(devices, rdma.parse_ibv_devinfo(out))
+                verbs_used = True
+            else:
+                module.warn("ibv_devinfo exited %d (%s); active_mtu stays unknown" % (rc, err.strip()))
+    module.exit_json(
+        changed=False,
+        verbs=verbs_used,
+        ansible_facts=dict(rdma_devices=devices, rdma_summary=rdma.summarize(devices)),
+    )
+
+
+if __name__ == "__main__":
+    main()
