@@ -1,0 +1,203 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NVIDIA GPU discovery: `nvidia-smi -q -x`, `nvidia-smi topo -m` and /proc/modules to dicts.
+
+Standard library only (xml.etree); shared by the gpu_facts module and the parse_nvidia_topo filter.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+from xml.etree import ElementTree
+
+# Closest first: the order NCCL and `topo -m`'s legend use for GPU<->NIC paths.
+NIC_PATH_RANK = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_NUMBER_RE = re.compile(r"^\s*(-?[\d.]+)")
+_DEVICE_COLUMN_RE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[A-Za-z][\w.-]*_\d+)$")
+_LEGEND_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+
+
+class GpuParseError(ValueError):
+    """The text is not what the tool prints; the message says what was expected."""
+
+
+def _text(element, path):
+    if element is None:
+        return None
+    found = element.find(path)
+    if found is None or found.text is None:
+        return None
+    value = found.text.strip()
+    return None if value in ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]") else value
+
+
+def _number(text):
+    if text is None:
+        return None
+    match = _NUMBER_RE.match(text)
+    if not match:
+        return None
+    value = float(match.group(1))
+    return int(value) if value.is_integer() else value
+
+
+def _enabled(text):
+    if text is None:
+        return None
+    return text.strip().lower() == "enabled"
+
+
+def _ecc_uncorrected_volatile(gpu):
+    """Sum of the volatile uncorrectable ECC counters, where the driver prints them.
+
+    Current drivers print ecc_errors/volatile/*uncorrectable* leaves (R580: sram parity,
+    sram secded, dram); old layouts ecc_errors/volatile/double_bit/total. A GPU that prints
+    neither (ECC unsupported) gives None (unknown), not 0.
+    """
+    volatile = gpu.find("ecc_errors/volatile")
+    if volatile is None:
+        return None
+    values = [_number(e.text) for e in volatile.iter() if not len(e) and "uncorrectable" in e.tag.lower()]
+    values += [_number(e.text) for e in volatile.findall("double_bit/total")]
+    values = [int(v) for v in values if v is not None]
+    return sum(values) if values else None
+
+
+def parse_nvidia_smi_xml(text):
+    """`nvidia-smi -q -x` -> driver_version, cuda_version, count and gpus (see gpu_facts RETURN)."""
+    try:
+        root = ElementTree.fromstring(text)
+    except ElementTree.ParseError as exc:
+        raise GpuParseError("nvidia-smi -q -x output is not XML: %s" % exc)
+    if root.tag != "nvidia_smi_log":
+        raise GpuParseError("expected <nvidia_smi_log>, got <%s>" % root.tag)
+    gpus = []
+    for index, gpu in enumerate(root.findall("gpu")):
+        minor = _number(_text(gpu, "minor_number"))
+        memory = _number(_text(gpu, "fb_memory_usage/total"))
+        gpus.append({
+            "index": index,
+            "minor_number": minor,
+            "name": _text(gpu, "product_name"),
+            "uuid": _text(gpu, "uuid"),
+            "pci_bus_id": _text(gpu, "pci/pci_bus_id") or gpu.get("id"),
+            "serial": _text(gpu, "serial"),
+            "memory_total_mib": int(memory) if memory is not None else None,
+            "persistence_mode": bool(_enabled(_text(gpu, "persistence_mode"))),
+            "mig_mode": _text(gpu, "mig_mode/current_mig"),
+            "ecc_enabled": _enabled(_text(gpu, "ecc_mode/current_ecc")),
+            "ecc_uncorrected_volatile": _ecc_uncorrected_volatile(gpu),
+            "power_limit_w": _number(_text(gpu, "gpu_power_readings/current_power_limit")
+                                     or _text(gpu, "power_readings/power_limit")),
+            "temperature_c": _number(_text(gpu, "temperature/gpu_temp")),
+        })
+    attached = _number(_text(root, "attached_gpus"))
+    return {
+        "driver_version": _text(root, "driver_version"),
+        "cuda_version": _text(root, "cuda_version"),
+        "count": int(attached) if attached is not None else len(gpus),
+        "gpus": gpus,
+    }
+
+
+def _split_columns(header):
+    """Device columns of the matrix header, in order, and whether affinity columns follow."""
+    tokens = header.split()
+    columns = []
+    for token in tokens:
+        if token == "CPU" or not _DEVICE_COLUMN_RE.match(token):
+            break
+        columns.append(token)
+    return columns
+
+
+def parse_nvidia_topo(text):
+    """`nvidia-smi topo -m` -> matrix, nics, gpu_nics, cpu_affinity, numa_affinity.
+
+    Works with tab- or space-separated output, terminal escape codes in the header, with or
+    without NICs and with or without a NIC legend (older drivers name NICs like mlx5_0 in the
+    header itself).
+    """
+    lines = [_ANSI_RE.sub("", line).rstrip() for line in (text or "").splitlines()]
+    header_index = None
+    for i, line in enumerate(lines):
+        if re.match(r"^\s+GPU0\b", line) or re.match(r"^\s*GPU0\s+GPU1\b", line):
+            header_index = i
+            break
+    if header_index is None:
+        raise GpuParseError("no matrix header (a line starting with GPU0) in nvidia-smi topo -m output")
+    columns = _split_columns(lines[header_index])
+    matrix, cpu_affinity, numa_affinity, nics = {}, {}, {}, {}
+    for line in lines[header_index + 1:]:
+        if not line.strip():
+            if matrix:
+                break
+            continue
+        tokens = line.split()
+        name = tokens[0]
+        if name not in columns:
+            break
+        cells = tokens[1:1 + len(columns)]
+        if len(cells) < len(columns):
+            raise GpuParseError("row %s has %d links for %d columns" % (name, len(cells), len(columns)))
+        matrix[name] = dict(zip(columns, cells))
+        rest = tokens[1 + len(columns):]
+        if name.startswith("GPU"):
+            cpu_affinity[name] = rest[0] if rest and rest[0] != "N/A" else None
+            numa = _number(rest[1]) if len(rest) > 1 else None
+            numa_affinity[name] = int(numa) if numa is not None else None
+    in_legend = False
+    for line in lines:
+        if line.strip().startswith("NIC Legend"):
+            in_legend = True
+            continue
+        if in_legend:
+            match = _LEGEND_RE.match(line)
+            if match:
+                nics[match.group(1)] = match.group(2)
+            elif line.strip():
+                in_legend = False
+    # Older drivers name NIC columns after the device (mlx5_0) and print no legend.
+    nic_columns = [c for c in columns if not c.startswith("GPU")]
+    gpu_nics = {}
+    for gpu in sorted((c for c in columns if c.startswith("GPU")), key=lambda c: int(c[3:])):
+        ranked = [(NIC_PATH_RANK.index(matrix[gpu][nic]), nic) for nic in nic_columns
+                  if matrix.get(gpu, {}).get(nic) in NIC_PATH_RANK]
+        if not ranked:
+            gpu_nics[gpu] = []
+            continue
+        best = min(rank for rank, _ in ranked)
+        gpu_nics[gpu] = [nics.get(nic, nic) for rank, nic in ranked if rank == best]
+    return {
+        "matrix": matrix,
+        "nics": dict((k, v) for k, v in nics.items() if k.startswith("NIC")),
+        "gpu_nics": gpu_nics,
+        "cpu_affinity": cpu_affinity,
+        "numa_affinity": numa_affinity,
+    }
+
+
+def has_nvlink(topology):
+    """True when any GPU pair is linked by NVLink (NV# in the matrix)."""
+    for row, links in (topology or {}).get("matrix", {}).items():
+        for column, link in links.items():
+            if row.startswith("GPU") and column.startswith("GPU") and re.match(r"^NV\d+$", link):
+                return True
+    return False
+
+
+PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
+
+
+def parse_peermem(proc_modules):
+    """/proc/modules text -> {'loaded': bool, 'module': name or None}."""
+    loaded = set(line.split()[0] for line in (proc_modules or "").splitlines() if line.strip())
+    for name in PEERMEM_MODULES:
+        if name in loaded:
+            return {"loaded": True, "module": name}
+    return {"loaded": False, "module": None}

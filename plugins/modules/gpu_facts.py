@@ -1,0 +1,186 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gpu_facts
+short_description: Discover NVIDIA GPUs, their topology and GPUDirect peer memory
+version_added: 0.1.0
+author: gpufabric.rdma maintainers
+description:
+  - Runs C(nvidia-smi -q -x) and C(nvidia-smi topo -m) and reads C(/proc/modules), and returns
+    the GPUs, the GPU/NIC topology matrix with the closest NICs of each GPU, whether NVLink
+    connects the GPUs, and whether GPUDirect RDMA peer memory (C(nvidia_peermem) or the legacy
+    C(nv_peer_mem)) is loaded.
+  - A host without C(nvidia-smi) gives O(ansible_facts.gpu.present=false) and no failure;
+    so does a host where C(nvidia-smi) cannot talk to the driver (the reason is in C(error)).
+  - Read-only; supports check mode.
+options:
+  nvidia_smi_path:
+    description:
+      - Path of C(nvidia-smi). Default is the one found on C(PATH).
+    type: path
+  procfs_root:
+    description:
+      - Root of the procfs tree read for loaded modules (C(<procfs_root>/modules)).
+    type: path
+    default: /proc
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+seealso:
+  - module: gpufabric.rdma.rdma_devices
+  - module: gpufabric.rdma.nccl_env
+"""
+
+EXAMPLES = r"""
+- name: Discover GPUs
+  gpufabric.rdma.gpu_facts:
+
+- name: Check that every node has 8 GPUs
+  ansible.builtin.assert:
+    that: ansible_facts.gpu.count == 8
+    fail_msg: "{{ inventory_hostname }} has {{ ansible_facts.gpu.count }} GPUs, expected 8"
+
+- name: Show which NIC each GPU should use
+  ansible.builtin.debug:
+    var: ansible_facts.gpu.topology.gpu_nics
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to ansible_facts.
+  returned: always
+  type: complex
+  contains:
+    gpu:
+      description: What the node has.
+      returned: always
+      type: complex
+      contains:
+        present:
+          description: Whether nvidia-smi ran and reported the driver.
+          type: bool
+          returned: always
+        error:
+          description: Why C(present) is false although nvidia-smi exists.
+          type: str
+          returned: when nvidia-smi failed
+        driver_version:
+          description: NVIDIA driver version.
+          type: str
+          returned: always
+          sample: "580.159.04"
+        cuda_version:
+          description: Highest CUDA version the driver supports.
+          type: str
+          returned: always
+          sample: "13.0"
+        count:
+          description: Number of GPUs attached.
+          type: int
+          returned: always
+          sample: 8
+        gpus:
+          description:
+            - One entry per GPU with C(index), C(name), C(uuid), C(pci_bus_id), C(serial),
+              C(memory_total_mib), C(persistence_mode), C(mig_mode), C(ecc_enabled),
+              C(ecc_uncorrected_volatile), C(power_limit_w) and C(temperature_c).
+          type: list
+          elements: dict
+          returned: always
+        topology:
+          description:
+            - C(matrix) (row -> column -> link as printed, e.g. C(NV18), C(PIX), C(SYS)), C(nics)
+              (C(NIC0) -> device name from the NIC legend), C(gpu_nics) (GPU -> closest NICs, best
+              rank of PIX < PXB < PHB < NODE < SYS only), C(cpu_affinity) and C(numa_affinity) per GPU.
+          type: dict
+          returned: always
+        nvlink:
+          description: Whether any two GPUs are connected by NVLink.
+          type: bool
+          returned: always
+        peermem:
+          description: C(loaded) (bool) and C(module) (C(nvidia_peermem), C(nv_peer_mem) or null).
+          type: dict
+          returned: always
+          sample: {"loaded": true, "module": "nvidia_peermem"}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu
+
+
+def _empty(peermem, error=None):
+    facts = dict(present=False, driver_version=None, cuda_version=None, count=0, gpus=[],
+                 topology=dict(matrix={}, nics={}, gpu_nics={}, cpu_affinity={}, numa_affinity={}),
+                 nvlink=False, peermem=peermem)
+    if error:
+        facts["error"] = error
+    return facts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi_path=dict(type="path"),
+            procfs_root=dict(type="path", default="/proc"),
+        ),
+        supports_check_mode=True,
+    )
+    modules_text = ""
+    try:
+        with open(os.path.join(module.params["procfs_root"], "modules")) as handle:
+            modules_text = handle.read()
+    except (IOError, OSError):
+        pass
+    peermem = gpu.parse_peermem(modules_text)
+
+    smi = module.params["nvidia_smi_path"]
+    if smi:
+        if not (os.path.isfile(smi) and os.access(smi, os.X_OK)):
+            module.fail_json(msg="nvidia_smi_path %s is not an executable file" % smi)
+    else:
+        smi = module.get_bin_path("nvidia-smi")
+    if not smi:
+        module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem)))
+
+    rc, out, err = module.run_command([smi, "-q", "-x"])
+    if rc != 0:
+        reason = (err or out).strip().splitlines()
+        message = "nvidia-smi -q -x exited %d: %s" % (rc, reason[0] if reason else "no output")
+        module.warn(message)
+        module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem, message)))
+    try:
+        facts = gpu.parse_nvidia_smi_xml(out)
+    except gpu.GpuParseError as exc:
+        module.fail_json(msg="cannot read the output of %s -q -x: %s" % (smi, exc))
+
+    topology = dict(matrix={}, nics={}, gpu_nics={}, cpu_affinity={}, numa_affinity={})
+    rc, out, err = module.run_command([smi, "topo", "-m"])
+    if rc == 0:
+        try:
+            topology = gpu.parse_nvidia_topo(out)
+        except gpu.GpuParseError as exc:
+            module.warn("nvidia-smi topo -m: %s; topology left empty" % exc)
+    else:
+        module.warn("nvidia-smi topo -m exited %d; topology left empty" % rc)
+
+    facts.update(present=True, topology=topology, nvlink=gpu.has_nvlink(topology), peermem=peermem)
+    module.exit_json(changed=False, ansible_facts=dict(gpu=facts))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu
+
+
+def test_h200_nvidia_smi_xml(read_fixture):
+    facts = gpu.parse_nvidia_smi_xml(read_fixture("nvidia_smi", "q_h200x8.xml"))
+    assert (facts["driver_version"], facts["cuda_version"], facts["count"]) == ("580.159.04", "13.0", 8)
+    assert len(facts["gpus"]) == 8
+    first = facts["gpus"][0]
+    assert first == {
+        "index": 0, "minor_number": 0, "name": "NVIDIA H200",
+        "uuid": "GPU-ba870ea2-f3da-7103-8d8f-0aa7218154d3", "pci_bus_id": "00000000:00:06.0",
+        "serial": "1653724066167", "memory_total_mib": 143771, "persistence_mode": True,
+        "mig_mode": "Disabled", "ecc_enabled": True,
+        # sram_uncorrectable_parity + sram_uncorrectable_secded + dram_uncorrectable
+        "ecc_uncorrected_volatile": 0,
+        "power_limit_w": 700, "temperature_c": 37,
+    }
+    assert [g["index"] for g in facts["gpus"]] == list(range(8))
+    assert len(set(g["uuid"] for g in facts["gpus"])) == 8
+
+
+def test_query_gpu_csv_agrees_with_xml(read_fixture):
+    """The same machine's --query-gpu CSV names the same bus ids and UUIDs as -q -x."""
+    facts = gpu.parse_nvidia_smi_xml(read_fixture("nvidia_smi", "q_h200x8.xml"))
+    csv = read_fixture("nvidia_smi", "query_gpu_h200x8.csv").splitlines()[1:]
+    rows = [[c.strip() for c in line.split(",")] for line in csv if line.strip()]
+    assert [r[2] for r in rows] == [g["uuid"] for g in facts["gpus"]]
+    assert [r[3] for r in rows] == [g["pci_bus_id"] for g in facts["gpus"]]
+
+
+def test_no_volatile_counters_is_unknown_not_zero():
+    xml = "<nvidia_smi_log><attached_gpus>1</attached_gpus><gpu id='0'><ecc_mode><current_ecc>N/A</current_ecc></ecc_mode></gpu></nvidia_smi_log>"
+    (only,) = gpu.parse_nvidia_smi_xml(xml)["gpus"]
+    assert only["ecc_uncorrected_volatile"] is None and only["ecc_enabled"] is None
+
+
+def test_old_driver_volatile_ecc_counters():
+    xml = (
+        "<nvidia_smi_log><driver_version>470.82.01</driver_version><cuda_version>11.4</cuda_version>"
+        "<attached_gpus>1</attached_gpus><gpu id='00000000:3B:00.0'><product_name>Tesla V100-SXM2-32GB</product_name>"
+        "<persistence_mode>Disabled</persistence_mode><mig_mode><current_mig>N/A</current_mig></mig_mode>"
+        "<ecc_mode><current_ecc>Enabled</current_ecc></ecc_mode>"
+        "<ecc_errors><volatile><single_bit><total>5</total></single_bit><double_bit><total>2</total></double_bit>"
+        "</volatile></ecc_errors>"
+        "<power_readings><power_limit>300.00 W</power_limit></power_readings>"
+        "<fb_memory_usage><total>32510 MiB</total></fb_memory_usage></gpu></nvidia_smi_log>"
+    )
+    (only,) = gpu.parse_nvidia_smi_xml(xml)["gpus"]
+    assert only["ecc_uncorrected_volatile"] == 2
+    assert only["mig_mode"] is None and only["persistence_mode"] is False
+    assert only["power_limit_w"] == 300 and only["pci_bus_id"] == "00000000:3B:00.0"
+    assert only["temperature_c"] is None
+
+
+@pytest.mark.parametrize("text", ["", "not xml", "<other/>"])
+def test_bad_xml_is_a_clear_error(text):
+    with pytest.raises(gpu.GpuParseError):
+        gpu.parse_nvidia_smi_xml(text)
+
+
+def test_h200_topo_with_escape_codes(read_fixture):
+    topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_h200x8.txt"))
+    assert sorted(topo["matrix"]) == ["GPU%d" % i for i in range(8)]
+    assert topo["matrix"]["GPU0"]["GPU1"] == "NV18"
+    assert topo["matrix"]["GPU3"]["GPU3"] == "X"
+    assert topo["nics"] == {}
+    assert topo["gpu_nics"] == dict(("GPU%d" % i, []) for i in range(8))
+    assert topo["cpu_affinity"]["GPU7"] == "0-127"
+    assert topo["numa_affinity"]["GPU0"] == 0
+    assert gpu.has_nvlink(topo) is True
+
+
+def test_dgx_topo_space_separated(read_fixture):
+    topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_dgx_h100_spaces.txt"))
+    assert topo["matrix"]["GPU7"]["GPU0"] == "NV18"
+    assert topo["cpu_affinity"]["GPU4"] == "52-103" and topo["numa_affinity"]["GPU4"] == 1
+
+
+def test_topo_with_nics_and_legend(read_fixture):
+    topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_4gpu_4nic_constructed.txt"))
+    assert topo["nics"] == {"NIC0": "mlx5_0", "NIC1": "mlx5_1", "NIC2": "mlx5_2", "NIC3": "mlx5_bond_0"}
+    assert topo["matrix"]["NIC2"]["GPU3"] == "NODE"
+    # best rank only: two PXB NICs tie for GPU0; PIX beats NODE for GPU2 and GPU3
+    assert topo["gpu_nics"] == {"GPU0": ["mlx5_0", "mlx5_1"], "GPU1": ["mlx5_0", "mlx5_1"],
+                                "GPU2": ["mlx5_2"], "GPU3": ["mlx5_bond_0"]}
+    assert topo["numa_affinity"] == {"GPU0": 0, "GPU1": 0, "GPU2": 1, "GPU3": 1}
+    assert "NIC0" not in topo["cpu_affinity"]
+
+
+def test_topo_old_driver_names_nic_in_header(read_fixture):
+    topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_old_driver_nic_in_header_constructed.txt"))
+    assert topo["gpu_nics"] == {"GPU0": ["mlx5_0"], "GPU1": ["mlx5_0"]}
+    assert topo["nics"] == {}
+    assert topo["numa_affinity"] == {"GPU0": None, "GPU1": None}
+    assert gpu.has_nvlink(topo) is False
+
+
+def test_topo_without_matrix_is_a_clear_error():
+    with pytest.raises(gpu.GpuParseError, match="GPU0"):
+        gpu.parse_nvidia_topo("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+
+
+@pytest.mark.parametrize("modules, expected", [
+    ("nvidia_peermem 16384 0 - Live 0x0000000000000000\nnvidia 56000000 1 nvidia_peermem, Live 0x0\n",
+     {"loaded": True, "module": "nvidia_peermem"}),
+    ("nv_peer_mem 16384 0 - Live 0x0\nib_core 393216 9 nv_peer_mem, Live 0x0\n", {"loaded": True, "module": "nv_peer_mem"}),
+    ("nvidia 56000000 0 - Live 0x0\n", {"loaded": False, "module": None}),
+    ("", {"loaded": False, "module": None}),
+])
+def test_peermem(modules, expected):
+    assert gpu.parse_peermem(modules) == expected
