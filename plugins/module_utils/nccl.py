@@ -1,0 +1,231 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NCCL environment: choose a profile from discovered RDMA devices, explain every variable.
+
+Pure functions (facts in, env dict + reasons + warnings out), standard library only; the
+nccl_env module and role call them.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import difflib
+import re
+
+PROFILES = ("auto", "infiniband", "roce", "erdma", "acs_rdma_type1", "acs_rdma_type2", "socket")
+
+# Profiles copied from the vendor documents, in their order; tests pin them to the letter.
+_FIXED = {
+    # Alibaba Cloud ACS, RDMA NIC type 1 (GU8TF / GU8TEF / GX8SF): seed 000
+    "acs_rdma_type1": [
+        ("NCCL_SOCKET_IFNAME", "eth0", "ACS type 1 nodes bootstrap over eth0 (ACS RDMA guide)"),
+        ("NCCL_IB_HCA", "mlx5", "ACS type 1 nodes carry RDMA on mlx5 devices (ACS RDMA guide)"),
+        ("NCCL_DEBUG", "INFO", "the ACS RDMA guide asks for INFO logs to confirm the NET/IB transport"),
+    ],
+    # Alibaba Cloud ACS, RDMA NIC type 2 (P16EN): seed 000
+    "acs_rdma_type2": [
+        ("NCCL_IB_DISABLE", "1", "ACS type 2 (P16EN) nodes do not use the IB verbs transport (ACS RDMA guide)"),
+        ("NCCL_SOCKET_IFNAME", "eth0", "ACS type 2 nodes bootstrap over eth0 (ACS RDMA guide)"),
+        ("NCCL_IB_HCA", "", "must be empty on ACS type 2 nodes (ACS RDMA guide)"),
+        ("NCCL_DEBUG", "INFO", "the ACS RDMA guide asks for INFO logs"),
+    ],
+    # Alibaba Cloud E-HPC eRDMA GPU clusters: seed 004
+    "erdma": [
+        ("NCCL_SOCKET_IFNAME", "eth0", "E-HPC eRDMA nodes bootstrap over eth0"),
+        ("NCCL_IB_DISABLE", "0", "eRDMA is driven through the IB verbs transport"),
+        ("NCCL_IB_GID_INDEX", "1", "eRDMA exposes its RoCE v2 IPv4 GID at index 1"),
+        ("NCCL_NET_GDR_LEVEL", "5", "allow GPUDirect RDMA at any PCI distance (eRDMA guide)"),
+        ("NCCL_IB_QPS_PER_CONNECTION", "4", "spread each connection over 4 QPs (eRDMA guide)"),
+        ("NCCL_MIN_NCHANNELS", "16", "at least 16 channels to fill eRDMA bandwidth (eRDMA guide)"),
+        ("NCCL_ALGO", "Ring", "the eRDMA guide measures with the Ring algorithm"),
+        ("NCCL_P2P_LEVEL", "5", "allow P2P at any PCI distance (eRDMA guide)"),
+        ("NCCL_DEBUG", "INFO", "the eRDMA guide asks for INFO logs"),
+    ],
+}
+
+# NCCL's documented environment variables (NCCL user guide, "Environment Variables"), plus
+# ones still read by current releases. Unknown names are most often typos worth a warning.
+KNOWN_VARIABLES = frozenset("""
+NCCL_ALGO NCCL_ALLOC_P2P_NET_LL_BUFFERS NCCL_BUFFSIZE NCCL_CGA_CLUSTER_SIZE NCCL_CHECKS_DISABLE
+NCCL_CHECK_POINTERS NCCL_COLLNET_ENABLE NCCL_COLLNET_NODE_THRESHOLD NCCL_COMM_BLOCKING NCCL_CONF_FILE
+NCCL_CROSS_NIC NCCL_CTA_POLICY NCCL_CUMEM_ENABLE NCCL_CUMEM_HOST_ENABLE NCCL_DEBUG NCCL_DEBUG_FILE
+NCCL_DEBUG_SUBSYS NCCL_DMABUF_ENABLE NCCL_GRAPH_MIXING_SUPPORT NCCL_GRAPH_REGISTER NCCL_HOSTID
+NCCL_IB_ADAPTIVE_ROUTING NCCL_IB_ADDR_FAMILY NCCL_IB_ADDR_RANGE NCCL_IB_AR_THRESHOLD NCCL_IB_CUDA_SUPPORT
+NCCL_IB_DISABLE NCCL_IB_ECE_ENABLE NCCL_IB_FIFO_TC NCCL_IB_GID_INDEX NCCL_IB_HCA NCCL_IB_MERGE_NICS
+NCCL_IB_MERGE_VFS NCCL_IB_PCI_RELAXED_ORDERING NCCL_IB_QPS_PER_CONNECTION NCCL_IB_RETRY_CNT
+NCCL_IB_RETURN_ASYNC_EVENTS NCCL_IB_ROCE_VERSION_NUM NCCL_IB_SL NCCL_IB_SPLIT_DATA_ON_QPS NCCL_IB_TC
+NCCL_IB_TIMEOUT NCCL_IB_USE_INLINE NCCL_IGNORE_CPU_AFFINITY NCCL_IGNORE_DISABLED_P2P NCCL_LAUNCH_MODE
+NCCL_LEGACY_CUDA_REGISTER NCCL_LL128_BUFFSIZE NCCL_LL_BUFFSIZE NCCL_LOCAL_REGISTER NCCL_MAX_CTAS
+NCCL_MAX_NCHANNELS NCCL_MAX_NRINGS NCCL_MEM_SYNC_DOMAIN NCCL_MIN_CTAS NCCL_MIN_NCHANNELS NCCL_MIN_NRINGS
+NCCL_MNNVL_ENABLE NCCL_NCHANNELS_PER_NET_PEER NCCL_NET NCCL_NETDEVS_POLICY NCCL_NET_DISABLE_INTRA
+NCCL_NET_FORCE_FLUSH NCCL_NET_GDR_C2C NCCL_NET_GDR_LEVEL NCCL_NET_GDR_READ NCCL_NET_OVERHEAD
+NCCL_NET_PLUGIN NCCL_NET_SHARED_BUFFERS NCCL_NET_SHARED_COMMS NCCL_NSOCKS_PERTHREAD NCCL_NTHREADS
+NCCL_NVB_DISABLE NCCL_NVLSTREE_MAX_CHUNKSIZE NCCL_NVLS_CHUNKSIZE NCCL_NVLS_ENABLE NCCL_NVLS_NCHANNELS
+NCCL_OOB_NET_ENABLE NCCL_OOB_NET_IFNAME NCCL_P2P_DIRECT_DISABLE NCCL_P2P_DISABLE NCCL_P2P_LEVEL
+NCCL_P2P_LL_THRESHOLD NCCL_P2P_NET_CHUNKSIZE NCCL_P2P_NVL_CHUNKSIZE NCCL_P2P_PCI_CHUNKSIZE
+NCCL_P2P_PXN_LEVEL NCCL_P2P_READ_ENABLE NCCL_P2P_USE_CUDA_MEMCPY NCCL_PROFILER_PLUGIN NCCL_PROTO
+NCCL_PROXY_APPEND_BATCH_SIZE NCCL_PXN_DISABLE NCCL_RAS_ENABLE NCCL_RUNTIME_CONNECT NCCL_SET_STACK_SIZE
+NCCL_SET_THREAD_NAME NCCL_SHARP_DISABLE NCCL_SHM_DISABLE NCCL_SHM_LOCALITY NCCL_SHM_MEMCPY_MODE
+NCCL_SHM_USE_CUDA_MEMCPY NCCL_SINGLE_RING_THRESHOLD NCCL_SOCKET_FAMILY NCCL_SOCKET_IFNAME
+NCCL_SOCKET_NTHREADS NCCL_TOPO_DUMP_FILE NCCL_TOPO_FILE NCCL_TREE_THRESHOLD NCCL_TUNER_PLUGIN
+NCCL_UID_STAGGER_RATE NCCL_UID_STAGGER_THRESHOLD NCCL_WIN_ENABLE NCCL_WORK_FIFO_DEPTH
+""".split())
+
+_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+def _active_ports(device):
+    return [p for p in device.get("ports") or [] if p.get("state") == "ACTIVE"]
+
+
+def resolve_profile(requested, rdma_devices):
+    """(profile, reason). `auto`: eRDMA -> erdma, active RoCE -> roce, active IB -> infiniband, else socket."""
+    if requested not in PROFILES:
+        raise ValueError("profile must be one of %s, got %r" % (", ".join(PROFILES), requested))
+    if requested != "auto":
+        return requested, "profile %s was asked for" % requested
+    devices = rdma_devices or []
+    erdma = [d["name"] for d in devices if d.get("transport") == "eRDMA"]
+    if erdma:
+        return "erdma", "eRDMA devices found (%s)" % ", ".join(erdma)
+    for transport, profile in (("RoCE", "roce"), ("InfiniBand", "infiniband")):
+        names = [d["name"] for d in devices if d.get("transport") == transport and _active_ports(d)]
+        if names:
+            return profile, "%s devices with an ACTIVE port: %s" % (transport, ", ".join(names))
+    if devices:
+        return "socket", "RDMA devices found but none has an ACTIVE RoCE/InfiniBand port"
+    return "socket", "no RDMA device found"
+
+
+def _hca_list(devices, transport):
+    """'=mlx5_0:1,mlx5_3:1': exact names ('=') so mlx5_1 does not also select mlx5_10..mlx5_17."""
+    entries = []
+    for device in devices:
+        if device.get("transport") != transport:
+            continue
+        for port in _active_ports(device):
+            entries.append("%s:%d" % (device["name"], port["port"]))
+    return ("=" + ",".join(entries)) if entries else ""
+
+
+def _dynamic(profile, devices, socket_ifname):
+    env = []
+    warnings = []
+    if profile == "socket":
+        env.append(("NCCL_IB_DISABLE", "1", "no usable RDMA port: inter-node traffic goes over TCP sockets "
+                                            "(intra-node NVLink/PCIe paths are unaffected)"))
+    else:
+        transport = "RoCE" if profile == "roce" else "InfiniBand"
+        hca = _hca_list(devices, transport)
+        env.append(("NCCL_IB_DISABLE", "0", "use the IB verbs transport over %s" % transport))
+        if hca:
+            env.append(("NCCL_IB_HCA", hca, "the %s ports that are ACTIVE, named exactly" % transport))
+        else:
+            warnings.append("profile %s but no ACTIVE %s port was found; NCCL_IB_HCA left unset" % (profile, transport))
+        if profile == "roce":
+            indexes = sorted(set(
+                p["roce_v2_gid_index"] for d in devices if d.get("transport") == "RoCE"
+                for p in _active_ports(d) if p.get("roce_v2_gid_index") is not None))
+            if indexes:
+                env.append(("NCCL_IB_GID_INDEX", str(indexes[0]),
+                            "GID %d is RoCE v2 with an IPv4 address on an up netdev" % indexes[0]))
+                if len(indexes) > 1:
+                    warnings.append("RoCE ports use different RoCE v2 GID indexes %s; NCCL takes one for all, %d chosen"
+                                    % (indexes, indexes[0]))
+            else:
+                warnings.append("no RoCE v2 GID found on the ACTIVE RoCE ports; NCCL_IB_GID_INDEX left unset")
+    if socket_ifname:
+        env.append(("NCCL_SOCKET_IFNAME", socket_ifname, "bootstrap and socket traffic on %s" % socket_ifname))
+    return env, warnings
+
+
+def check_variables(names):
+    """Warnings for names NCCL does not know, with the closest known name when there is one."""
+    warnings = []
+    for name in names:
+        if not name.startswith("NCCL_") or name in KNOWN_VARIABLES:
+            continue
+        close = difflib.get_close_matches(name, sorted(KNOWN_VARIABLES), n=1, cutoff=0.8)
+        hint = "; did you mean %s?" % close[0] if close else ""
+        warnings.append("%s is not an NCCL variable NCCL documents%s" % (name, hint))
+    return warnings
+
+
+def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, unset=None):
+    """The NCCL environment for one node: {'env', 'profile', 'reasons', 'warnings'}.
+
+    ``profile`` may be `auto`; ``overrides`` (dict) has the last word, ``unset`` (names)
+    removes variables. Every variable comes with one line saying why it is there.
+    """
+    devices = rdma_devices or []
+    resolved, why = resolve_profile(profile, devices)
+    if resolved in _FIXED:
+        entries = list(_FIXED[resolved])
+        warnings = []
+    else:
+        entries, warnings = _dynamic(resolved, devices, socket_ifname)
+    env = {}
+    reasons = {}
+    for name, value, reason in entries:
+        env[name] = value
+        reasons[name] = reason
+    for name, value in (overrides or {}).items():
+        if not _NAME_RE.match(str(name)):
+            raise ValueError("override name %r is not an environment variable name" % (name,))
+        value = "" if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+        env[name] = value
+        before = _profile_value(entries, name)
+        reasons[name] = "set by overrides" + (" (profile had %r)" % before if before is not None else "")
+    for name in unset or []:
+        env.pop(name, None)
+        reasons.pop(name, None)
+    warnings.extend(check_variables(list(env) + list(unset or [])))
+    if env.get("NCCL_IB_DISABLE") == "1" and env.get("NCCL_IB_HCA"):
+        warnings.append("NCCL_IB_DISABLE=1 turns IB off, so NCCL_IB_HCA=%s has no effect: drop one of them"
+                        % env["NCCL_IB_HCA"])
+    return {
+        "profile": resolved,
+        "profile_reason": why,
+        "env": env,
+        "reasons": ["%s=%s: %s" % (name, env[name], reasons[name]) for name in env],
+        "warnings": warnings,
+    }
+
+
+def _profile_value(entries, name):
+    for entry_name, value, _ in entries:
+        if entry_name == name:
+            return value
+    return None
+
+
+def _shell_quote(value):
+    if value and re.match(r"^[A-Za-z0-9_.,:=/+@%-]+$", value):
+        return value
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+def render_conf(result):
+    """/etc/nccl.conf content: KEY=VALUE lines NCCL reads at init, with the reasons as comments."""
+    lines = ["# Managed by gpufabric.rdma (nccl_env, profile %s: %s)." % (result["profile"], result["profile_reason"])]
+    lines += ["# %s" % reason for reason in result["reasons"]]
+    lines += ["%s=%s" % (name, value) for name, value in result["env"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def render_profile_script(result):
+    """/etc/profile.d script: the same variables exported for login shells and job scripts."""
+    lines = ["# Managed by gpufabric.rdma (nccl_env, profile %s)." % result["profile"]]
+    lines += ["export %s=%s" % (name, _shell_quote(value)) for name, value in result["env"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def default_route_interface(proc_net_route):
+    """Interface of the IPv4 default route from /proc/net/route text (None when there is none)."""
+    for line in (proc_net_route or "").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 7 and fields[1] == "00000000" and fields[7] == "00000000":
+            return fields[0]
+    return None

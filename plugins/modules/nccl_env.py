@@ -1,0 +1,204 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: nccl_env
+short_description: Compute, explain and optionally write the NCCL environment of a node
+version_added: 0.1.0
+author: gpufabric.rdma maintainers
+description:
+  - Chooses NCCL environment variables for a node from its RDMA devices and a profile, and
+    says why each variable is there.
+  - With O(dest) writes them as C(KEY=VALUE) lines (the format of C(/etc/nccl.conf), which NCCL
+    reads at initialization); with O(profile_script) writes an C(/etc/profile.d) script that
+    exports them. Files are only rewritten when their content changes.
+  - Warns (Ansible warnings) about names NCCL does not know (typos such as C(NCCL_IB_GID_IDX),
+    with the closest known name) and about contradictions such as C(NCCL_IB_DISABLE=1) with a
+    non-empty C(NCCL_IB_HCA).
+options:
+  profile:
+    description:
+      - V(auto) picks V(erdma) when eRDMA devices exist, else V(roce) when a RoCE port is ACTIVE,
+        else V(infiniband) when an InfiniBand port is ACTIVE, else V(socket).
+      - V(acs_rdma_type1) and V(acs_rdma_type2) are the two Alibaba Cloud ACS RDMA NIC types
+        (GU8TF/GU8TEF/GX8SF and P16EN); V(erdma) is the E-HPC eRDMA setting. These three
+        reproduce the vendor documents exactly.
+      - V(roce) sets C(NCCL_IB_HCA) to the ACTIVE RoCE ports and C(NCCL_IB_GID_INDEX) to the
+        detected RoCE v2 GID; V(infiniband) the same without GID index; V(socket) disables IB.
+    type: str
+    default: auto
+    choices: [auto, infiniband, roce, erdma, acs_rdma_type1, acs_rdma_type2, socket]
+  socket_ifname:
+    description:
+      - C(NCCL_SOCKET_IFNAME) for the V(roce), V(infiniband) and V(socket) profiles.
+      - Default is the interface of the IPv4 default route.
+    type: str
+  overrides:
+    description: Variables to set last, whatever the profile says.
+    type: dict
+    default: {}
+  unset:
+    description: Variables to leave out.
+    type: list
+    elements: str
+    default: []
+  rdma_devices:
+    description:
+      - RDMA devices as returned by M(gpufabric.rdma.rdma_devices). Default is to discover them
+        on the node from O(sysfs_root).
+    type: list
+    elements: dict
+  sysfs_root:
+    description: Root of the sysfs tree read when O(rdma_devices) is not given.
+    type: path
+    default: /sys
+  dest:
+    description: Write C(KEY=VALUE) lines to this file (usually C(/etc/nccl.conf)).
+    type: path
+  profile_script:
+    description: Write an C(export) script to this file (usually C(/etc/profile.d/nccl.sh)).
+    type: path
+  mode:
+    description: Permissions of the written files.
+    type: raw
+    default: "0644"
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+seealso:
+  - module: gpufabric.rdma.rdma_devices
+"""
+
+EXAMPLES = r"""
+- name: Show the NCCL environment this node should use, with reasons
+  gpufabric.rdma.nccl_env:
+  register: nccl
+
+- name: Write /etc/nccl.conf for ACS type 1 nodes
+  gpufabric.rdma.nccl_env:
+    profile: acs_rdma_type1
+    dest: /etc/nccl.conf
+
+- name: RoCE with a fixed bootstrap interface, less logging, written for shells too
+  gpufabric.rdma.nccl_env:
+    profile: roce
+    socket_ifname: bond0
+    overrides:
+      NCCL_DEBUG: WARN
+    dest: /etc/nccl.conf
+    profile_script: /etc/profile.d/nccl.sh
+"""
+
+RETURN = r"""
+env:
+  description: The variables, as strings.
+  returned: always
+  type: dict
+  sample: {"NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "=mlx5_0:1", "NCCL_IB_GID_INDEX": "3", "NCCL_SOCKET_IFNAME": "bond0"}
+profile:
+  description: The profile used (never V(auto)).
+  returned: always
+  type: str
+  sample: roce
+profile_reason:
+  description: Why that profile.
+  returned: always
+  type: str
+  sample: "RoCE devices with an ACTIVE port: mlx5_0"
+reasons:
+  description: One line per variable, C(NAME=value: why).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl, rdma
+
+
+def _current(path):
+    try:
+        with open(path, "r") as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def _write(module, path, content):
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        module.fail_json(msg="cannot write %s: directory %s does not exist" % (path, directory))
+    tmp = "%s.gpufabric.tmp" % path
+    with open(tmp, "w") as handle:
+        handle.write(content)
+    module.atomic_move(tmp, path)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            profile=dict(type="str", default="auto", choices=list(nccl.PROFILES)),
+            socket_ifname=dict(type="str"),
+            overrides=dict(type="dict", default={}),
+            unset=dict(type="list", elements="str", default=[]),
+            rdma_devices=dict(type="list", elements="dict"),
+            sysfs_root=dict(type="path", default="/sys"),
+            dest=dict(type="path"),
+            profile_script=dict(type="path"),
+            mode=dict(type="raw", default="0644"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    devices = params["rdma_devices"]
+    if devices is None:
+        devices = rdma.read_sysfs(params["sysfs_root"])
+    ifname = params["socket_ifname"]
+    if not ifname:
+        ifname = nccl.default_route_interface(_current("/proc/net/route"))
+    try:
+        result = nccl.compute_env(params["profile"], devices, ifname, params["overrides"], params["unset"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    for warning in result["warnings"]:
+        module.warn(warning)
+
+    files = []
+    if params["dest"]:
+        files.append((params["dest"], nccl.render_conf(result)))
+    if params["profile_script"]:
+        files.append((params["profile_script"], nccl.render_profile_script(result)))
+    changed = False
+    diffs = []
+    for path, content in files:
+        before = _current(path)
+        if before != content:
+            changed = True
+            diffs.append(dict(before=before or "", after=content, before_header=path, after_header=path))
+            if not module.check_mode:
+                _write(module, path, content)
+        if not module.check_mode and os.path.exists(path):
+            file_args = module.load_file_common_arguments(dict(path=path, mode=params["mode"]))
+            changed = module.set_fs_attributes_if_different(file_args, changed)
+
+    # result["warnings"] already went out through module.warn(); the key is Ansible's own.
+    output = dict(changed=changed, env=result["env"], profile=result["profile"],
+                  profile_reason=result["profile_reason"], reasons=result["reasons"])
+    if module._diff:
+        output["diff"] = diffs
+    module.exit_json(**output)
+
+
+if __name__ == "__main__":
+    main()
