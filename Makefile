@@ -53,7 +53,7 @@ image: docker
 
 lab: collection image
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml
-	ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml -e report_dir=$(CURDIR)/build/lab-report
 
 lab-destroy: collection docker
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent

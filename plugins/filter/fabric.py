@@ -8,16 +8,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.rdma.plugins.module_utils import report
+from ansible_collections.gpufabric.rdma.plugins.module_utils import readiness, report
 
 
-def _wrap(func):
+def _wrap(func, name=None):
+    name = name or func.__name__
+
     def filter_func(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except (TypeError, ValueError) as exc:
-            raise AnsibleFilterError("gpufabric.rdma.%s: %s" % (func.__name__, exc))
-    filter_func.__name__ = func.__name__
+        except (TypeError, ValueError, KeyError) as exc:
+            raise AnsibleFilterError("gpufabric.rdma.%s: %s" % (name, exc))
+    filter_func.__name__ = name
     return filter_func
 
 
@@ -26,4 +28,7 @@ class FilterModule(object):
         return {
             "node_record": _wrap(report.node_record),
             "node_summary": _wrap(report.node_summary),
+            "readiness_report": _wrap(readiness.build_report, "readiness_report"),
+            "readiness_markdown": _wrap(readiness.render_markdown, "readiness_markdown"),
+            "readiness_text": _wrap(readiness.render_text, "readiness_text"),
         }

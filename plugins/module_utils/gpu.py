@@ -171,7 +171,7 @@ def parse_nvidia_topo(text):
         if not ranked:
             gpu_nics[gpu] = []
             continue
-        best = min(rank for rank, _ in ranked)
+        best = min(rank for rank, nic in ranked)
         gpu_nics[gpu] = [nics.get(nic, nic) for rank, nic in ranked if rank == best]
     return {
         "matrix": matrix,

@@ -195,7 +195,7 @@ def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, 
 
 
 def _profile_value(entries, name):
-    for entry_name, value, _ in entries:
+    for entry_name, value, reason in entries:
         if entry_name == name:
             return value
     return None

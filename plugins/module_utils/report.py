@@ -32,13 +32,27 @@ def _interface_record(name, facts):
     }
 
 
-def node_record(facts, rdma_devices=None, gpu_count=0):
+# Values that change while nothing about the node changes; kept out of the record so that
+# facts.json is rewritten only when the node really changes.
+_VOLATILE_GPU_KEYS = ("temperature_c", "ecc_uncorrected_volatile")
+
+
+def _stable_gpu(gpu):
+    if not gpu:
+        return {"present": False, "count": 0, "gpus": []}
+    stable = dict(gpu)
+    stable["gpus"] = [dict((k, v) for k, v in g.items() if k not in _VOLATILE_GPU_KEYS)
+                      for g in gpu.get("gpus") or []]
+    return stable
+
+
+def node_record(facts, rdma_devices=None, gpu=None, nccl=None):
     """Build the node record written to /etc/gpufabric/facts.json.
 
-    ``facts`` is the ``ansible_facts`` dictionary of one host (without the ``ansible_`` prefix,
-    as ``ansible_facts`` holds it). ``rdma_devices`` is a list of RDMA device names and
-    ``gpu_count`` the number of NVIDIA GPUs seen by the kernel driver. Only stable values are
-    kept so that the record, and the file holding it, changes only when the node changes.
+    ``facts`` is the ``ansible_facts`` dictionary of one host (keys without the ``ansible_``
+    prefix, as ``ansible_facts`` holds them); ``rdma_devices`` the list returned by the
+    rdma_devices module, ``gpu`` the gpu_facts result and ``nccl`` the nccl_env result. Only
+    stable values are kept, so the record changes only when the node changes.
     """
     if not isinstance(facts, dict):
         raise TypeError("node_record expects the ansible_facts dictionary, got %s" % type(facts).__name__)
@@ -50,7 +64,7 @@ def node_record(facts, rdma_devices=None, gpu_count=0):
     distribution = " ".join(
         str(part) for part in (facts.get("distribution"), facts.get("distribution_version")) if part
     )
-    return {
+    record = {
         "schema": NODE_RECORD_SCHEMA,
         "hostname": facts.get("hostname"),
         "os": distribution or facts.get("system"),
@@ -62,10 +76,14 @@ def node_record(facts, rdma_devices=None, gpu_count=0):
         ),
         "cpus": facts.get("processor_vcpus") or facts.get("processor_count"),
         "memory_mib": facts.get("memtotal_mb"),
+        "default_interface": (facts.get("default_ipv4") or {}).get("interface"),
         "interfaces": interfaces,
-        "rdma_devices": sorted(rdma_devices or []),
-        "gpu_count": int(gpu_count or 0),
+        "rdma_devices": list(rdma_devices or []),
+        "gpu": _stable_gpu(gpu),
     }
+    if nccl:
+        record["nccl"] = dict((k, nccl.get(k)) for k in ("profile", "profile_reason", "env", "reasons", "warnings"))
+    return record
 
 
 def _cell(value):
@@ -88,7 +106,7 @@ def render_table(header, rows):
     return "\n".join(lines)
 
 
-SUMMARY_HEADER = ["node", "os", "kernel", "cpus", "mem GiB", "GPUs", "RDMA devices", "interfaces (mtu)"]
+SUMMARY_HEADER = ["node", "os", "kernel", "cpus", "mem GiB", "GPUs", "RDMA (active ports)", "interfaces (mtu)", "NCCL profile"]
 
 
 def node_summary(records):
@@ -103,14 +121,23 @@ def node_summary(records):
             "%s(%s)" % (i.get("name"), i.get("mtu") if i.get("mtu") is not None else "?")
             for i in record.get("interfaces") or []
         ]
+        gpu = record.get("gpu") or {}
+        gpus = gpu.get("gpus") or []
+        gpu_cell = "%d x %s" % (len(gpus), gpus[0].get("name")) if gpus else "0"
+        rdma_cell = [
+            "%s(%d/%d)" % (d.get("name"), sum(1 for p in d.get("ports") or [] if p.get("state") == "ACTIVE"),
+                           len(d.get("ports") or []))
+            for d in record.get("rdma_devices") or []
+        ] or "none"
         rows.append([
             host,
             record.get("os"),
             record.get("kernel"),
             record.get("cpus"),
             "%.1f" % (memory / 1024.0) if isinstance(memory, (int, float)) else None,
-            record.get("gpu_count", 0),
-            record.get("rdma_devices") or "none",
+            gpu_cell,
+            rdma_cell,
             interfaces,
+            (record.get("nccl") or {}).get("profile"),
         ])
     return render_table(SUMMARY_HEADER, rows)

@@ -12,14 +12,14 @@ DOCUMENTATION = r"""
 module: gpu_facts
 short_description: Discover NVIDIA GPUs, their topology and GPUDirect peer memory
 version_added: 0.1.0
-author: gpufabric.rdma maintainers
+author: gpufabric.rdma maintainers (@gpufabric)
 description:
   - Runs C(nvidia-smi -q -x) and C(nvidia-smi topo -m) and reads C(/proc/modules), and returns
     the GPUs, the GPU/NIC topology matrix with the closest NICs of each GPU, whether NVLink
     connects the GPUs, and whether GPUDirect RDMA peer memory (C(nvidia_peermem) or the legacy
     C(nv_peer_mem)) is loaded.
-  - A host without C(nvidia-smi) gives O(ansible_facts.gpu.present=false) and no failure;
-    so does a host where C(nvidia-smi) cannot talk to the driver (the reason is in C(error)).
+  - A host without C(nvidia-smi) gives C(present=false) and no failure, and so does a host
+    where C(nvidia-smi) cannot talk to the driver (the reason is then in C(error)).
   - Read-only; supports check mode.
 options:
   nvidia_smi_path:
@@ -34,10 +34,13 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Nothing on the node changes in check mode; the facts are read as usual.
   diff_mode:
     support: none
+    description: The module writes nothing, so there is nothing to diff.
   facts:
     support: full
+    description: Results are returned as C(ansible_facts).
 seealso:
   - module: gpufabric.rdma.rdma_devices
   - module: gpufabric.rdma.nccl_env

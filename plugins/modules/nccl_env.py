@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 module: nccl_env
 short_description: Compute, explain and optionally write the NCCL environment of a node
 version_added: 0.1.0
-author: gpufabric.rdma maintainers
+author: gpufabric.rdma maintainers (@gpufabric)
 description:
   - Chooses NCCL environment variables for a node from its RDMA devices and a profile, and
     says why each variable is there.
@@ -72,8 +72,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Nothing on the node changes in check mode; files are compared, not written.
   diff_mode:
     support: full
+    description: Shows the old and new content of O(dest) and O(profile_script).
 seealso:
   - module: gpufabric.rdma.rdma_devices
 """
@@ -115,7 +117,7 @@ profile_reason:
   type: str
   sample: "RoCE devices with an ACTIVE port: mlx5_0"
 reasons:
-  description: One line per variable, C(NAME=value: why).
+  description: "One line per variable: C(NAME=value), a colon, and why."
   returned: always
   type: list
   elements: str

@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 module: rdma_devices
 short_description: Discover RDMA devices, ports and GIDs
 version_added: 0.1.0
-author: gpufabric.rdma maintainers
+author: gpufabric.rdma maintainers (@gpufabric)
 description:
   - Reads C(/sys/class/infiniband) and returns every RDMA device with its ports, link state,
     rate and non-zero GIDs, and the GID index NCCL should use on RoCE ports.
@@ -34,10 +34,13 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Nothing on the node changes in check mode; the facts are read as usual.
   diff_mode:
     support: none
+    description: The module writes nothing, so there is nothing to diff.
   facts:
     support: full
+    description: Results are returned as C(ansible_facts).
 notes:
   - The transport is decided from the kernel driver (C(erdma), C(efa), C(rdma_rxe), C(siw)),
     then the PCI vendor, then the ports' link layer (Ethernet means RoCE).

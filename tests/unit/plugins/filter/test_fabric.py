@@ -5,9 +5,17 @@ from ansible_collections.gpufabric.rdma.plugins.filter.fabric import FilterModul
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"node_record", "node_summary"}
+    assert set(FilterModule().filters()) == {"node_record", "node_summary", "readiness_report",
+                                             "readiness_markdown", "readiness_text"}
 
 
 def test_filter_errors_name_the_filter():
     with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.node_summary: .*mapping"):
         FilterModule().filters()["node_summary"](["not", "a", "mapping"])
+
+
+def test_readiness_filter_errors_name_the_filter():
+    with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.readiness_report: .*mapping"):
+        FilterModule().filters()["readiness_report"]([])
+    with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.readiness_report: invalid literal"):
+        FilterModule().filters()["readiness_report"]({}, "eight")

@@ -3,8 +3,16 @@ import pytest
 from ansible_collections.gpufabric.rdma.plugins.module_utils import report
 
 
+GPU = {"present": True, "count": 2, "driver_version": "580.159.04", "nvlink": True,
+       "gpus": [{"index": 0, "name": "NVIDIA H200", "temperature_c": 37, "ecc_uncorrected_volatile": 0},
+                {"index": 1, "name": "NVIDIA H200", "temperature_c": 39, "ecc_uncorrected_volatile": 0}]}
+DEVICES = [{"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE", "netdev": "eth0"}]},
+           {"name": "mlx5_1", "ports": [{"port": 1, "state": "DOWN", "netdev": None}]}]
+
+
 def test_node_record_from_real_lab_facts(lab_facts):
-    record = report.node_record(lab_facts, rdma_devices=["mlx5_1", "mlx5_0"], gpu_count=8)
+    record = report.node_record(lab_facts, rdma_devices=DEVICES, gpu=GPU,
+                                nccl={"profile": "roce", "env": {"NCCL_IB_DISABLE": "0"}, "extra": 1})
     assert record["schema"] == report.NODE_RECORD_SCHEMA
     assert record["hostname"] == "gpufabric-node1"
     assert record["os"] == "Debian 12.15"
@@ -17,8 +25,12 @@ def test_node_record_from_real_lab_facts(lab_facts):
     assert eth0["mtu"] == 1500
     assert eth0["ipv4"] == lab_facts["eth0"]["ipv4"]["address"]
     assert eth0["active"] is True
-    assert record["rdma_devices"] == ["mlx5_0", "mlx5_1"]
-    assert record["gpu_count"] == 8
+    assert record["default_interface"] == "eth0"
+    assert record["rdma_devices"] == DEVICES
+    # temperatures and error counters move on their own: kept out of the record
+    assert record["gpu"]["gpus"] == [{"index": 0, "name": "NVIDIA H200"}, {"index": 1, "name": "NVIDIA H200"}]
+    assert record["gpu"]["count"] == 2 and GPU["gpus"][0]["temperature_c"] == 37
+    assert record["nccl"]["profile"] == "roce" and "extra" not in record["nccl"]
 
 
 def test_node_record_keeps_only_stable_values(lab_facts):
@@ -42,7 +54,8 @@ def test_node_record_fabric_interfaces_and_odd_names():
     assert by_name["enp1s0f0np0"]["driver"] == "mlx5_core"
     assert by_name["enp1s0f0np0"]["ipv4"] is None
     assert by_name["ib0"]["ipv4"] == "10.0.0.7"
-    assert record["rdma_devices"] == [] and record["gpu_count"] == 0
+    assert record["rdma_devices"] == [] and record["gpu"] == {"present": False, "count": 0, "gpus": []}
+    assert "nccl" not in record
 
 
 def test_node_record_rejects_non_dict():
@@ -53,14 +66,15 @@ def test_node_record_rejects_non_dict():
 def test_node_summary_table(lab_facts):
     records = {
         "node2": report.node_record(dict(lab_facts, hostname="node2")),
-        "node1": report.node_record(lab_facts, ["erdma_0"], 8),
+        "node1": report.node_record(lab_facts, DEVICES, GPU, {"profile": "roce"}),
     }
     lines = report.node_summary(records).splitlines()
     assert lines[0].split()[:3] == ["node", "os", "kernel"]
     assert set(lines[1]) <= {"-", " "}
     assert lines[2].startswith("node1 ") and lines[3].startswith("node2 ")
-    assert "erdma_0" in lines[2] and "eth0(1500)" in lines[2]
-    assert " none " in lines[3]
+    assert "mlx5_0(1/1),mlx5_1(0/1)" in lines[2] and "eth0(1500)" in lines[2]
+    assert "2 x NVIDIA H200" in lines[2] and lines[2].endswith("roce")
+    assert " none " in lines[3] and lines[3].endswith("-")
     # columns line up: every row starts its kernel column at the same offset
     offset = lines[0].index("kernel")
     assert all(line[offset:].startswith(lab_facts["kernel"]) for line in lines[2:])
@@ -69,4 +83,4 @@ def test_node_summary_table(lab_facts):
 def test_node_summary_host_without_record():
     lines = report.node_summary({"down1": {}}).splitlines()
     assert lines[2].split()[0] == "down1"
-    assert lines[2].split()[-2:] == ["none", "-"]
+    assert lines[2].split()[-3:] == ["none", "-", "-"]

@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that parse RDMA and GPU tools' text (thin wrappers over module_utils)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.six import string_types
+from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, rdma
+
+
+def _text(value, name):
+    if isinstance(value, dict) and "stdout" in value:
+        value = value["stdout"]   # a registered command result works as it is
+    if not isinstance(value, string_types):
+        raise AnsibleFilterError("gpufabric.rdma.%s expects the tool's text (or a registered result), got %s"
+                                 % (name, type(value).__name__))
+    return value
+
+
+def parse_ibv_devinfo(value):
+    return rdma.parse_ibv_devinfo(_text(value, "parse_ibv_devinfo"))
+
+
+def parse_nvidia_topo(value):
+    try:
+        return gpu.parse_nvidia_topo(_text(value, "parse_nvidia_topo"))
+    except gpu.GpuParseError as exc:
+        raise AnsibleFilterError("gpufabric.rdma.parse_nvidia_topo: %s" % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"parse_ibv_devinfo": parse_ibv_devinfo, "parse_nvidia_topo": parse_nvidia_topo}

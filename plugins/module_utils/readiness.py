@@ -1,0 +1,186 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Readiness report: what each node has, what NCCL should use, and the problems found.
+
+Input is a mapping of host name to node record (report.node_record with rdma_devices, gpu and
+nccl filled in). Every problem is a finding with the same keys everywhere in the collection:
+check, severity (critical, warning, info), target, detail, fix_hint.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
+
+SEVERITIES = ("critical", "warning", "info")
+
+
+def finding(check, severity, target, detail, fix_hint):
+    return {"check": check, "severity": severity, "target": target, "detail": detail, "fix_hint": fix_hint}
+
+
+def fabric_interfaces(record):
+    """Interfaces that carry fabric traffic: RDMA ports' netdevs, else the default-route interface."""
+    names = []
+    for device in record.get("rdma_devices") or []:
+        for port in device.get("ports") or []:
+            if port.get("netdev") and port["netdev"] not in names:
+                names.append(port["netdev"])
+    if not names and record.get("default_interface"):
+        names.append(record["default_interface"])
+    by_name = dict((i.get("name"), i) for i in record.get("interfaces") or [])
+    return [by_name[n] for n in names if n in by_name]
+
+
+def node_findings(host, record, expected_gpu_count=None):
+    found = []
+    gpu = record.get("gpu") or {}
+    count = gpu.get("count") or 0
+    if expected_gpu_count is not None and count < expected_gpu_count:
+        if not gpu.get("present"):
+            detail = "no NVIDIA driver answered (%s); expected %d GPUs" % (
+                gpu.get("error") or "nvidia-smi not found", expected_gpu_count)
+        else:
+            detail = "%d of %d expected GPUs found" % (count, expected_gpu_count)
+        found.append(finding("gpu_count", "critical", host, detail,
+                             "check `nvidia-smi -L` and `dmesg | grep -i xid` for a GPU that fell off the bus; "
+                             "reseat or replace it, or correct expected_gpu_count"))
+    devices = record.get("rdma_devices") or []
+    for device in devices:
+        for port in device.get("ports") or []:
+            if port.get("state") != "ACTIVE":
+                found.append(finding(
+                    "rdma_port_state", "warning", "%s/%s port %s" % (host, device.get("name"), port.get("port")),
+                    "port is %s (physical state %s)" % (port.get("state"), port.get("phys_state")),
+                    "check the cable and switch port (`ibstat`, `ip link show %s`); a Disabled physical state "
+                    "is often an administratively down switch port" % (port.get("netdev") or "<netdev>")))
+            mtu = port.get("active_mtu")
+            if port.get("state") == "ACTIVE" and device.get("transport") == "RoCE" and mtu and mtu < 4096:
+                found.append(finding(
+                    "rdma_active_mtu", "info", "%s/%s port %s" % (host, device.get("name"), port.get("port")),
+                    "RoCE active_mtu is %d bytes" % mtu,
+                    "set the netdev MTU to 9000 (gpufabric.rdma.rdma_network) so RoCE can use 4096-byte frames"))
+    if devices and not any(p.get("state") == "ACTIVE" for d in devices for p in d.get("ports") or []):
+        found.append(finding("rdma_active", "critical", host,
+                             "%d RDMA device(s) but no ACTIVE port: NCCL falls back to TCP sockets" % len(devices),
+                             "bring at least one fabric port up before running multi-node jobs"))
+    active_rdma = any(p.get("state") == "ACTIVE" for d in devices for p in d.get("ports") or [])
+    if gpu.get("present") and active_rdma and not (gpu.get("peermem") or {}).get("loaded"):
+        found.append(finding("peermem", "warning", host,
+                             "GPUs and active RDMA ports but no GPUDirect RDMA module loaded",
+                             "load nvidia_peermem (`modprobe nvidia_peermem`, gpufabric.rdma.peermem) so NICs "
+                             "read GPU memory directly"))
+    for warning in (record.get("nccl") or {}).get("warnings") or []:
+        found.append(finding("nccl_env", "warning", host, warning, "fix the NCCL overrides or profile"))
+    return found
+
+
+def cluster_findings(records, expected_gpu_count=None):
+    found = []
+    mtus = {}
+    for host in sorted(records):
+        for iface in fabric_interfaces(records[host] or {}):
+            mtus.setdefault(iface.get("mtu"), []).append("%s:%s" % (host, iface.get("name")))
+    if len(mtus) > 1:
+        detail = "; ".join("MTU %s on %s" % (mtu, ", ".join(names)) for mtu, names in sorted(mtus.items(), key=str))
+        found.append(finding("mtu_consistency", "warning", "cluster", detail,
+                             "use one MTU (9000 for RoCE) on every fabric interface (gpufabric.rdma.rdma_network)"))
+    counts = dict((host, (records[host] or {}).get("gpu", {}).get("count") or 0) for host in records)
+    if expected_gpu_count is None and len(set(counts.values())) > 1:
+        found.append(finding("gpu_count_consistency", "warning", "cluster",
+                             ", ".join("%s has %d" % (h, c) for h, c in sorted(counts.items())) + " GPUs",
+                             "set expected_gpu_count to say which is right; a node with fewer GPUs may have lost one"))
+    profiles = dict((host, ((records[host] or {}).get("nccl") or {}).get("profile")) for host in records)
+    if len(set(p for p in profiles.values() if p)) > 1:
+        found.append(finding("nccl_profile_consistency", "warning", "cluster",
+                             ", ".join("%s uses %s" % (h, p) for h, p in sorted(profiles.items())),
+                             "nodes that train together need the same fabric; check the nodes whose profile differs"))
+    return found
+
+
+def build_report(records, expected_gpu_count=None):
+    """The whole report: per node facts and findings, cluster findings, and `ready`."""
+    if not isinstance(records, dict):
+        raise TypeError("readiness_report expects a mapping of host name to node record")
+    if expected_gpu_count is not None:
+        expected_gpu_count = int(expected_gpu_count)
+    nodes = {}
+    for host in sorted(records):
+        record = records[host] or {}
+        gpu = record.get("gpu") or {}
+        nodes[host] = {
+            "gpus": {"count": gpu.get("count") or 0, "model": ((gpu.get("gpus") or [{}])[0]).get("name"),
+                     "driver_version": gpu.get("driver_version"), "nvlink": gpu.get("nvlink", False)},
+            "rdma": [{"name": d.get("name"), "transport": d.get("transport"),
+                      "ports": ["%s %s %s" % (p.get("port"), p.get("state"), p.get("link_layer")) for p in d.get("ports") or []]}
+                     for d in record.get("rdma_devices") or []],
+            "peermem": (gpu.get("peermem") or {}).get("module") if (gpu.get("peermem") or {}).get("loaded") else None,
+            "fabric_mtu": dict((i.get("name"), i.get("mtu")) for i in fabric_interfaces(record)),
+            "nccl": record.get("nccl") or {},
+            "findings": node_findings(host, record, expected_gpu_count),
+        }
+    cluster = cluster_findings(records, expected_gpu_count)
+    every = [f for n in nodes.values() for f in n["findings"]] + cluster
+    counts = dict((s, sum(1 for f in every if f["severity"] == s)) for s in SEVERITIES)
+    return {
+        "expected_gpu_count": expected_gpu_count,
+        "nodes": nodes,
+        "cluster_findings": cluster,
+        "counts": counts,
+        "ready": counts["critical"] == 0,
+    }
+
+
+def render_markdown(report):
+    lines = ["# gpufabric.rdma readiness report", ""]
+    verdict = "READY" if report["ready"] else "NOT READY"
+    lines.append("**%s**: %d critical, %d warning, %d info finding(s) on %d node(s)." % (
+        verdict, report["counts"]["critical"], report["counts"]["warning"], report["counts"]["info"],
+        len(report["nodes"])))
+    lines += ["", "## Nodes", ""]
+    rows = []
+    for host, node in report["nodes"].items():
+        gpus = node["gpus"]
+        rows.append([host, "%d x %s" % (gpus["count"], gpus["model"]) if gpus["count"] else "0",
+                     "yes" if node["gpus"]["nvlink"] else "no",
+                     ", ".join("%s %s [%s]" % (r["name"], r["transport"], "; ".join(r["ports"])) for r in node["rdma"]) or "none",
+                     node["peermem"] or "not loaded",
+                     ", ".join("%s=%s" % kv for kv in sorted(node["fabric_mtu"].items())) or "-",
+                     node["nccl"].get("profile") or "-"])
+    header = ["node", "GPUs", "NVLink", "RDMA devices [port state link]", "peermem", "fabric MTU", "NCCL profile"]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    lines += ["", "## Recommended NCCL environment", ""]
+    for host, node in report["nodes"].items():
+        nccl = node["nccl"]
+        lines.append("### %s: profile `%s` (%s)" % (host, nccl.get("profile"), nccl.get("profile_reason")))
+        lines.append("")
+        lines += ["- `%s`" % reason for reason in nccl.get("reasons") or []] or ["- (none)"]
+        lines.append("")
+    lines += ["## Findings", ""]
+    every = [f for n in report["nodes"].values() for f in n["findings"]] + report["cluster_findings"]
+    if not every:
+        lines.append("None.")
+    else:
+        lines.append("| severity | check | target | detail | fix |")
+        lines.append("|---|---|---|---|---|")
+        for f in sorted(every, key=lambda f: (SEVERITIES.index(f["severity"]), f["target"])):
+            cells = (f["severity"], f["check"], f["target"], f["detail"].replace("|", "/"), f["fix_hint"].replace("|", "/"))
+            lines.append("| %s | %s | %s | %s | %s |" % cells)
+    return "\n".join(lines) + "\n"
+
+
+def render_text(report):
+    """Console version: one line per finding under a one-line verdict."""
+    every = [f for n in report["nodes"].values() for f in n["findings"]] + report["cluster_findings"]
+    head = "%s: %d critical, %d warning, %d info" % ("READY" if report["ready"] else "NOT READY",
+                                                     report["counts"]["critical"], report["counts"]["warning"],
+                                                     report["counts"]["info"])
+    if not every:
+        return head
+    rows = [[f["severity"], f["check"], f["target"], f["detail"]]
+            for f in sorted(every, key=lambda f: (SEVERITIES.index(f["severity"]), f["target"]))]
+    return head + "\n" + render_table(["severity", "check", "target", "detail"], rows)

@@ -1,0 +1,106 @@
+import copy
+
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, nccl, rdma, readiness, report
+
+
+@pytest.fixture
+def h200_gpu(read_fixture):
+    facts = gpu.parse_nvidia_smi_xml(read_fixture("nvidia_smi", "q_h200x8.xml"))
+    topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_h200x8.txt"))
+    facts.update(present=True, topology=topo, nvlink=gpu.has_nvlink(topo), peermem={"loaded": False, "module": None})
+    return facts
+
+
+@pytest.fixture
+def roce_node(lab_facts, fixture_file, h200_gpu):
+    devices = rdma.read_sysfs(fixture_file("sysfs", "roce_mlx5"))
+    facts = dict(lab_facts, interfaces=["eth05", "eth06", "lo"],
+                 eth05={"mtu": 9000, "active": True}, eth06={"mtu": 9000, "active": False})
+    return report.node_record(facts, devices, h200_gpu, nccl.compute_env("auto", devices, "eth05"))
+
+
+def _checks(findings):
+    return sorted((f["check"], f["severity"], f["target"]) for f in findings)
+
+
+def test_lab_nodes_without_gpu_or_rdma_are_ready(lab_facts):
+    records = dict((h, report.node_record(dict(lab_facts, hostname=h), [], None, nccl.compute_env("auto", [], "eth0")))
+                   for h in ("node1", "node2"))
+    result = readiness.build_report(records)
+    assert result["ready"] is True and result["counts"] == {"critical": 0, "warning": 0, "info": 0}
+    assert result["nodes"]["node1"]["fabric_mtu"] == {"eth0": 1500}
+    assert result["nodes"]["node1"]["nccl"]["profile"] == "socket"
+
+
+def test_expected_gpus_missing_on_a_node_without_driver(lab_facts):
+    records = {"node1": report.node_record(lab_facts, [], None, None)}
+    result = readiness.build_report(records, expected_gpu_count="8")
+    assert result["ready"] is False
+    (only,) = result["nodes"]["node1"]["findings"]
+    assert only["check"] == "gpu_count" and only["severity"] == "critical"
+    assert "expected 8 GPUs" in only["detail"] and "xid" in only["fix_hint"].lower()
+
+
+def test_roce_node_findings(roce_node):
+    result = readiness.build_report({"gpu1": roce_node}, expected_gpu_count=8)
+    assert _checks(result["nodes"]["gpu1"]["findings"]) == [
+        ("peermem", "warning", "gpu1"),
+        ("rdma_port_state", "warning", "gpu1/mlx5_1 port 1"),
+    ]
+    port = [f for f in result["nodes"]["gpu1"]["findings"] if f["check"] == "rdma_port_state"][0]
+    assert port["detail"] == "port is DOWN (physical state Disabled)" and "eth06" in port["fix_hint"]
+    assert result["ready"] is True   # warnings do not block
+    assert result["nodes"]["gpu1"]["gpus"] == {"count": 8, "model": "NVIDIA H200", "driver_version": "580.159.04",
+                                               "nvlink": True}
+    assert result["nodes"]["gpu1"]["fabric_mtu"] == {"eth05": 9000, "eth06": 9000}
+
+
+def test_cluster_mtu_gpu_and_profile_mismatch(roce_node):
+    other = copy.deepcopy(roce_node)
+    other["interfaces"][0]["mtu"] = 1500
+    other["gpu"]["count"] = 7
+    other["nccl"]["profile"] = "socket"
+    result = readiness.build_report({"gpu1": roce_node, "gpu2": other})
+    assert _checks(result["cluster_findings"]) == [
+        ("gpu_count_consistency", "warning", "cluster"),
+        ("mtu_consistency", "warning", "cluster"),
+        ("nccl_profile_consistency", "warning", "cluster"),
+    ]
+    mtu = [f for f in result["cluster_findings"] if f["check"] == "mtu_consistency"][0]
+    assert mtu["detail"] == "MTU 1500 on gpu2:eth05; MTU 9000 on gpu1:eth05, gpu1:eth06, gpu2:eth06"
+
+
+def test_all_ports_down_is_critical(roce_node):
+    for device in roce_node["rdma_devices"]:
+        for port in device["ports"]:
+            port["state"] = "DOWN"
+    result = readiness.build_report({"gpu1": roce_node})
+    assert ("rdma_active", "critical", "gpu1") in _checks(result["nodes"]["gpu1"]["findings"])
+    assert result["ready"] is False
+
+
+def test_nccl_warnings_become_findings(lab_facts):
+    env = nccl.compute_env("socket", [], "eth0", overrides={"NCCL_IB_GID_IDX": "3"})
+    result = readiness.build_report({"n": report.node_record(lab_facts, [], None, env)})
+    (only,) = result["nodes"]["n"]["findings"]
+    assert only["check"] == "nccl_env" and "NCCL_IB_GID_INDEX" in only["detail"]
+
+
+def test_markdown_and_text(roce_node):
+    result = readiness.build_report({"gpu1": roce_node}, expected_gpu_count=8)
+    markdown = readiness.render_markdown(result)
+    assert "**READY**: 0 critical, 2 warning, 0 info finding(s) on 1 node(s)." in markdown
+    assert ("| gpu1 | 8 x NVIDIA H200 | yes | mlx5_0 RoCE [1 ACTIVE Ethernet], mlx5_1 RoCE [1 DOWN Ethernet] "
+            "| not loaded | eth05=9000, eth06=9000 | roce |") in markdown
+    assert "- `NCCL_IB_GID_INDEX=3: GID 3 is RoCE v2 with an IPv4 address on an up netdev`" in markdown
+    text = readiness.render_text(result).splitlines()
+    assert text[0] == "READY: 0 critical, 2 warning, 0 info"
+    assert text[3].split()[:3] == ["warning", "peermem", "gpu1"]
+    assert text[4].split()[:3] == ["warning", "rdma_port_state", "gpu1/mlx5_1"]
+
+
+def test_rejects_non_mapping():
+    with pytest.raises(TypeError, match="mapping of host name"):
+        readiness.build_report([])
