@@ -72,6 +72,15 @@ def test_h200_topo_with_escape_codes(read_fixture):
     assert gpu.has_nvlink(topo) is True
 
 
+def test_h200x2_capture_from_the_device_machine(read_fixture):
+    facts = gpu.parse_nvidia_smi_xml(read_fixture("nvidia_smi", "q_h200x2.xml"))
+    assert facts["count"] == 2 and [g["pci_bus_id"] for g in facts["gpus"]] == ["00000000:00:06.0", "00000000:00:07.0"]
+    assert facts["gpus"][0]["uuid"] == "GPU-2007a042-8b67-c4a6-3717-e4762139f762"
+    topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_h200x2.txt"))
+    assert topo["matrix"] == {"GPU0": {"GPU0": "X", "GPU1": "NV18"}, "GPU1": {"GPU0": "NV18", "GPU1": "X"}}
+    assert topo["cpu_affinity"] == {"GPU0": "0-31", "GPU1": "0-31"}
+
+
 def test_dgx_topo_space_separated(read_fixture):
     topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_dgx_h100_spaces.txt"))
     assert topo["matrix"]["GPU7"]["GPU0"] == "NV18"
