@@ -17,7 +17,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 # Nothing from the development machine may reach users: venvs, build trees and the linked
 # collection path, Molecule state, caches, VCS metadata, test output, nested tarballs.
-FORBIDDEN_TOP = {".venv", "build", "dist", ".git", ".ci", ".cache", ".ansible"}
+FORBIDDEN_TOP = {".venv", "build", "dist", ".git", ".ci", ".cache", ".ansible", ".whl", "vendor-src", "gpufabric-report"}
 FORBIDDEN_ANYWHERE = {".molecule", "__pycache__", ".pytest_cache"}
 
 
@@ -58,6 +58,7 @@ def test_tarball_holds_the_collection(tarball):
         manifest = json.load(tar.extractfile("MANIFEST.json"))
     for required in ("MANIFEST.json", "FILES.json", "README.md", "meta/runtime.yml",
                      "plugins/module_utils/report.py", "plugins/filter/fabric.py",
+                     "plugins/modules/rdma_devices.py", "plugins/modules/gpu_facts.py", "plugins/modules/nccl_env.py",
                      "roles/discovery/meta/argument_specs.yml", "playbooks/site.yml"):
         assert required in names, required
     info = manifest["collection_info"]
@@ -81,7 +82,14 @@ def test_installs_into_a_clean_path_and_documents_itself(tarball, tmp_path):
         ["ansible-doc", "-t", "filter", "-l", "gpufabric.rdma", "--json"],
         check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
     )
-    assert {"gpufabric.rdma.node_record", "gpufabric.rdma.node_summary"} <= set(json.loads(listed.stdout))
+    assert {"gpufabric.rdma.node_record", "gpufabric.rdma.node_summary", "gpufabric.rdma.parse_ibv_devinfo",
+            "gpufabric.rdma.parse_nvidia_topo", "gpufabric.rdma.readiness_report"} <= set(json.loads(listed.stdout))
+    modules = subprocess.run(
+        ["ansible-doc", "-t", "module", "-l", "gpufabric.rdma", "--json"],
+        check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
+    )
+    assert set(json.loads(modules.stdout)) == {"gpufabric.rdma.rdma_devices", "gpufabric.rdma.gpu_facts",
+                                               "gpufabric.rdma.nccl_env"}
     roles = subprocess.run(
         ["ansible-doc", "-t", "role", "-l", "gpufabric.rdma", "--json"],
         check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
