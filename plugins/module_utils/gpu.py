@@ -13,11 +13,12 @@ __metaclass__ = type
 import re
 from xml.etree import ElementTree
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import leading_number as _number
+
 # Closest first: the order NCCL and `topo -m`'s legend use for GPU<->NIC paths.
 NIC_PATH_RANK = ("PIX", "PXB", "PHB", "NODE", "SYS")
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_NUMBER_RE = re.compile(r"^\s*(-?[\d.]+)")
 _DEVICE_COLUMN_RE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[A-Za-z][\w.-]*_\d+)$")
 _LEGEND_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
@@ -34,16 +35,6 @@ def _text(element, path):
         return None
     value = found.text.strip()
     return None if value in ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]") else value
-
-
-def _number(text):
-    if text is None:
-        return None
-    match = _NUMBER_RE.match(text)
-    if not match:
-        return None
-    value = float(match.group(1))
-    return int(value) if value.is_integer() else value
 
 
 def _enabled(text):

@@ -16,6 +16,8 @@ import ipaddress
 import os
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import leading_number, whole
+
 TRANSPORTS = ("InfiniBand", "RoCE", "iWARP", "eRDMA", "EFA", "unknown")
 
 # Kernel driver of the device -> transport, where the driver alone decides it.
@@ -73,13 +75,7 @@ def parse_state(text):
 
 def parse_rate_gbps(text):
     """'100 Gb/sec (4X EDR)' -> 100; '2.5 Gb/sec (1X SDR)' -> 2.5; None when unknown."""
-    if not text:
-        return None
-    match = _RATE_RE.match(text)
-    if not match:
-        return None
-    value = float(match.group(1))
-    return int(value) if value.is_integer() else value
+    return leading_number(text, _RATE_RE)
 
 
 def parse_int(text):
@@ -288,8 +284,7 @@ def _verbs_rate(width_text, speed_text):
     speed = _SPEED_RE.match(speed_text or "")
     if not (width and speed):
         return None
-    value = round(int(width.group(1)) * float(speed.group(1)), 1)
-    return int(value) if value.is_integer() else value
+    return whole(round(int(width.group(1)) * float(speed.group(1)), 1))
 
 
 def _mtu_bytes(text):

@@ -31,16 +31,8 @@ options:
       - Root of the procfs tree read for loaded modules (C(<procfs_root>/modules)).
     type: path
     default: /proc
-attributes:
-  check_mode:
-    support: full
-    description: Nothing on the node changes in check mode; the facts are read as usual.
-  diff_mode:
-    support: none
-    description: The module writes nothing, so there is nothing to diff.
-  facts:
-    support: full
-    description: Results are returned as C(ansible_facts).
+extends_documentation_fragment:
+  - gpufabric.rdma.facts_module
 seealso:
   - module: gpufabric.rdma.rdma_devices
   - module: gpufabric.rdma.nccl_env

@@ -31,16 +31,8 @@ options:
       - Set to V(false) when O(sysfs_root) points at a capture from another host.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Nothing on the node changes in check mode; the facts are read as usual.
-  diff_mode:
-    support: none
-    description: The module writes nothing, so there is nothing to diff.
-  facts:
-    support: full
-    description: Results are returned as C(ansible_facts).
+extends_documentation_fragment:
+  - gpufabric.rdma.facts_module
 notes:
   - The transport is decided from the kernel driver (C(erdma), C(efa), C(rdma_rxe), C(siw)),
     then the PCI vendor, then the ports' link layer (Ethernet means RoCE).

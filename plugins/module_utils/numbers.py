@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Numbers as tools print them ('700.00 W', '100 Gb/sec (4X EDR)'), standard library only."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+LEADING_NUMBER_RE = re.compile(r"^\s*(-?[\d.]+)")
+
+
+def whole(value):
+    """700.0 -> 700, 2.5 -> 2.5: report integers as integers."""
+    return int(value) if float(value).is_integer() else value
+
+
+def leading_number(text, pattern=LEADING_NUMBER_RE):
+    """The number the text starts with (group 1 of ``pattern``), or None."""
+    if not text:
+        return None
+    match = pattern.match(text)
+    if not match:
+        return None
+    try:
+        return whole(float(match.group(1)))
+    except ValueError:
+        return None
