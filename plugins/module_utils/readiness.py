@@ -174,13 +174,18 @@ def render_markdown(report):
 
 
 def render_text(report):
-    """Console version: one line per finding under a one-line verdict."""
+    """Console version: the verdict, each node's NCCL environment with reasons, then the findings."""
     every = [f for n in report["nodes"].values() for f in n["findings"]] + report["cluster_findings"]
-    head = "%s: %d critical, %d warning, %d info" % ("READY" if report["ready"] else "NOT READY",
-                                                     report["counts"]["critical"], report["counts"]["warning"],
-                                                     report["counts"]["info"])
-    if not every:
-        return head
-    rows = [[f["severity"], f["check"], f["target"], f["detail"]]
-            for f in sorted(every, key=lambda f: (SEVERITIES.index(f["severity"]), f["target"]))]
-    return head + "\n" + render_table(["severity", "check", "target", "detail"], rows)
+    lines = ["%s: %d critical, %d warning, %d info" % ("READY" if report["ready"] else "NOT READY",
+                                                      report["counts"]["critical"], report["counts"]["warning"],
+                                                      report["counts"]["info"])]
+    for host, node in report["nodes"].items():
+        nccl = node["nccl"]
+        if nccl.get("profile"):
+            lines.append("%s: NCCL profile %s (%s)" % (host, nccl["profile"], nccl.get("profile_reason")))
+            lines += ["  %s" % reason for reason in nccl.get("reasons") or []]
+    if every:
+        rows = [[f["severity"], f["check"], f["target"], f["detail"]]
+                for f in sorted(every, key=lambda f: (SEVERITIES.index(f["severity"]), f["target"]))]
+        lines.append(render_table(["severity", "check", "target", "detail"], rows))
+    return "\n".join(lines)

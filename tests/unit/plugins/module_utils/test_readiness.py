@@ -97,8 +97,14 @@ def test_markdown_and_text(roce_node):
     assert "- `NCCL_IB_GID_INDEX=3: GID 3 is RoCE v2 with an IPv4 address on an up netdev`" in markdown
     text = readiness.render_text(result).splitlines()
     assert text[0] == "READY: 0 critical, 2 warning, 0 info"
-    assert text[3].split()[:3] == ["warning", "peermem", "gpu1"]
-    assert text[4].split()[:3] == ["warning", "rdma_port_state", "gpu1/mlx5_1"]
+    assert text[1] == "gpu1: NCCL profile roce (RoCE devices with an ACTIVE port: mlx5_0)"
+    assert text[2:6] == ["  NCCL_IB_DISABLE=0: use the IB verbs transport over RoCE",
+                         "  NCCL_IB_HCA==mlx5_0:1: the RoCE ports that are ACTIVE, named exactly",
+                         "  NCCL_IB_GID_INDEX=3: GID 3 is RoCE v2 with an IPv4 address on an up netdev",
+                         "  NCCL_SOCKET_IFNAME=eth05: bootstrap and socket traffic on eth05"]
+    assert text[6].split() == ["severity", "check", "target", "detail"]
+    assert text[8].split()[:3] == ["warning", "peermem", "gpu1"]
+    assert text[9].split()[:3] == ["warning", "rdma_port_state", "gpu1/mlx5_1"]
 
 
 def test_rejects_non_mapping():
