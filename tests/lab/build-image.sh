@@ -26,7 +26,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 if ! command -v debootstrap >/dev/null; then
   if command -v apt-get >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   else
     echo "debootstrap is required to build $image: install it with your package manager" >&2
     exit 1

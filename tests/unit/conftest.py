@@ -13,7 +13,6 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 COLLECTIONS = os.path.join(ROOT, "build", "collections")
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
-SHARED_FIXTURES = os.path.abspath(os.path.join(ROOT, "..", "shared", "fixtures"))
 
 if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "gpufabric", "rdma")):
     raise RuntimeError("run `make collection` first: %s has no gpufabric.rdma link" % COLLECTIONS)
