@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Capture real nccl-tests outputs in the layouts the parse_nccl_tests filter must read.
+#
+#   bash tests/device/capture_nccl_tests.sh OUT_DIR
+#
+# Needs vendor-src/nccl-tests (not committed). Builds it with MPI=1 when mpirun is found.
+set -uo pipefail
+out=${1:?usage: $0 OUT_DIR}
+mkdir -p "$out"
+cd "$(dirname "$0")/../.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+nccl_home=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])')
+mkdir -p /tmp/nccl/lib
+ln -sfn "$nccl_home/include" /tmp/nccl/include
+ln -sfn "$nccl_home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so
+ln -sfn "$nccl_home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so.2
+cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
+mpi_args=()
+if command -v mpirun >/dev/null; then
+  # Distribution OpenMPI keeps mpi.h outside <prefix>/include; mpicc knows where (OpenMPI 4: --showme:incdirs).
+  mpi_home=$(dirname "$(mpicc --showme:incdirs 2>/dev/null | cut -d' ' -f1)")
+  [[ -f $mpi_home/include/mpi.h ]] || mpi_home=$(dirname "$(dirname "$(command -v mpirun)")")
+  mpi_args=(MPI=1 "MPI_HOME=$mpi_home")
+  mpirun --version | head -n1
+fi
+make -s -C vendor-src/nccl-tests -j"$(nproc)" CUDA_HOME="$cuda_home" NCCL_HOME=/tmp/nccl "${mpi_args[@]}" \
+  NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >/tmp/build.log 2>&1 || { tail -n 30 /tmp/build.log; exit 1; }
+export LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-}
+b=vendor-src/nccl-tests/build
+ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+run() { local name=$1; shift; echo "+ $*" >"$out/$name.txt"; "$@" >>"$out/$name.txt" 2>&1; echo "rc=$? $name"; }
+run sendrecv "$b/sendrecv_perf" -b 8 -e 64M -f 8 -g "$ngpu"
+run alltoall "$b/alltoall_perf" -b 1K -e 64M -f 8 -g "$ngpu"
+run broadcast "$b/broadcast_perf" -b 8 -e 64M -f 8 -g "$ngpu"
+run allreduce_c0 "$b/all_reduce_perf" -b 8 -e 64M -f 8 -g "$ngpu" -c 0
+run aborted timeout -s KILL 6 "$b/all_reduce_perf" -b 64M -e 16G -f 2 -g "$ngpu" -n 400
+if ((${#mpi_args[@]})); then
+  run mpirun_info mpirun --allow-run-as-root -np "$ngpu" -x NCCL_DEBUG=INFO -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH \
+    "$b/all_reduce_perf" -b 1K -e 64M -f 8 -g 1
+fi
+ls -la "$out"
