@@ -17,13 +17,14 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help venv collection docker image lab lab-destroy test unit sanity lint yamllint build molecule changelog clean
+.PHONY: help venv collection docker image lab lab-destroy test unit sanity lint yamllint build molecule bench changelog clean
 
 help:
 	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml"
 	@echo "make test         every test: unit, sanity, ansible-lint, yamllint, build, molecule (timed)"
 	@echo "make lab-destroy  remove the lab containers and network"
 	@echo "make unit | sanity | lint | yamllint | build | molecule   one stage of make test"
+	@echo "make bench        parser throughput (rows per second)"
 	@echo "make changelog    render CHANGELOG.rst from changelogs/fragments"
 
 $(VENV)/.installed: requirements-dev.txt
@@ -66,6 +67,9 @@ unit sanity lint yamllint build: collection
 
 molecule: collection image
 	@tests/run-stages.sh $@
+
+bench: collection
+	python tests/bench/bench_parsers.py
 
 changelog: collection
 	antsibull-changelog release --refresh-only 2>/dev/null || antsibull-changelog generate

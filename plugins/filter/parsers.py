@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, nccl_tests, perftest, rdma
 
 
 def _text(value, name):
@@ -32,6 +32,23 @@ def parse_nvidia_topo(value):
         raise AnsibleFilterError("gpufabric.rdma.parse_nvidia_topo: %s" % exc)
 
 
+def parse_nccl_tests(value):
+    if isinstance(value, dict) and "results" in value:
+        return nccl_tests.parse_json(value)   # the -J document, already loaded
+    try:
+        return nccl_tests.parse(_text(value, "parse_nccl_tests"))
+    except (nccl_tests.NcclTestsParseError, ValueError) as exc:
+        raise AnsibleFilterError("gpufabric.rdma.parse_nccl_tests: %s" % exc)
+
+
+def parse_perftest(value):
+    try:
+        return perftest.parse(_text(value, "parse_perftest"))
+    except perftest.PerftestParseError as exc:
+        raise AnsibleFilterError("gpufabric.rdma.parse_perftest: %s" % exc)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"parse_ibv_devinfo": parse_ibv_devinfo, "parse_nvidia_topo": parse_nvidia_topo}
+        return {"parse_ibv_devinfo": parse_ibv_devinfo, "parse_nvidia_topo": parse_nvidia_topo,
+                "parse_nccl_tests": parse_nccl_tests, "parse_perftest": parse_perftest}

@@ -237,8 +237,8 @@ def check_thresholds(result, min_busbw=None, min_busbw_by_size=None, max_wrong=0
     failures = []
     rows = result.get("rows") or []
     if not rows:
-        return ["no result rows: the test did not run or printed nothing (%s)" % ("; ".join(result.get("errors") or [])
-                                                                                or "no error printed")]
+        printed = "; ".join(result.get("errors") or []) or "no error printed"
+        return ["no result rows: the test did not run or printed nothing (%s)" % printed]
 
     def busbw(row):
         groups = [row.get("out_of_place"), row.get("in_place")]

@@ -133,12 +133,16 @@ def build_report(records, expected_gpu_count=None):
     }
 
 
+def _verdict(report):
+    counts = report["counts"]
+    word = "READY" if report["ready"] else "NOT READY"
+    return "%s: %d critical, %d warning, %d info" % (word, counts["critical"], counts["warning"], counts["info"])
+
+
 def render_markdown(report):
     lines = ["# gpufabric.rdma readiness report", ""]
-    verdict = "READY" if report["ready"] else "NOT READY"
-    lines.append("**%s**: %d critical, %d warning, %d info finding(s) on %d node(s)." % (
-        verdict, report["counts"]["critical"], report["counts"]["warning"], report["counts"]["info"],
-        len(report["nodes"])))
+    verdict, counts = _verdict(report).split(": ", 1)
+    lines.append("**%s**: %s finding(s) on %d node(s)." % (verdict, counts, len(report["nodes"])))
     lines += ["", "## Nodes", ""]
     rows = []
     for host, node in report["nodes"].items():
@@ -176,9 +180,7 @@ def render_markdown(report):
 def render_text(report):
     """Console version: the verdict, each node's NCCL environment with reasons, then the findings."""
     every = [f for n in report["nodes"].values() for f in n["findings"]] + report["cluster_findings"]
-    lines = ["%s: %d critical, %d warning, %d info" % ("READY" if report["ready"] else "NOT READY",
-                                                      report["counts"]["critical"], report["counts"]["warning"],
-                                                      report["counts"]["info"])]
+    lines = [_verdict(report)]
     for host, node in report["nodes"].items():
         nccl = node["nccl"]
         if nccl.get("profile"):

@@ -22,3 +22,19 @@ def test_filter_errors_are_ansible_errors():
         FILTERS["parse_nvidia_topo"]("garbage")
     with pytest.raises(AnsibleFilterError, match="expects the tool's text"):
         FILTERS["parse_ibv_devinfo"](42)
+
+
+def test_nccl_tests_filter_takes_text_result_or_loaded_json(read_fixture):
+    import json
+    text = read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
+    document = json.loads(read_fixture("nccl_tests", "all_reduce_g8_h200x8.json"))
+    assert FILTERS["parse_nccl_tests"]({"stdout": text})["peak_busbw"] == 365.37
+    assert FILTERS["parse_nccl_tests"](document)["format"] == "json"
+    with pytest.raises(AnsibleFilterError, match="parse_nccl_tests: no nccl-tests result table"):
+        FILTERS["parse_nccl_tests"]("bash: all_reduce_perf: command not found")
+
+
+def test_perftest_filter(read_fixture):
+    assert FILTERS["parse_perftest"](read_fixture("perftest", "write_bw_gbits_perftest-273.txt"))["unit"] == "Gb/sec"
+    with pytest.raises(AnsibleFilterError, match="parse_perftest"):
+        FILTERS["parse_perftest"]("hello")

@@ -1,5 +1,3 @@
-import json
-
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests

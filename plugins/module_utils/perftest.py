@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""perftest (ib_write_bw, ib_read_lat, ...) output to plain dictionaries, and threshold checks."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+_TITLE_RE = re.compile(r"^\s*((?:RDMA_Write|RDMA_Read|Send|Atomic\w*)[\w ]*?(?:BW|Latency) Test)\s*$")
+_BW_HEADER_RE = re.compile(r"#bytes\s+#iterations\s+BW peak\[(\w+/sec)\]\s+BW average\[(\w+/sec)\]\s+MsgRate\[Mpps\]")
+_LAT_HEADER_RE = re.compile(r"#bytes\s+#iterations\s+t_min\[usec\]")
+_FACT_KEYS = {
+    "Device": "device", "Transport type": "transport", "Connection type": "connection_type",
+    "Link type": "link_type", "Mtu": "mtu", "GID index": "gid_index", "Number of qps": "qps",
+    "Data ex. method": "data_exchange", "Dual-port": "dual_port", "Using SRQ": "srq",
+}
+_LAT_COLUMNS = ("t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "p99_us", "p99_9_us")
+
+
+class PerftestParseError(ValueError):
+    """The text holds no perftest result header."""
+
+
+def _num(text):
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def _facts(line, facts):
+    # ' Dual-port       : OFF\t\tDevice         : mlx5_0' holds two facts on one line.
+    for part in re.split(r"\t+|\s{3,}(?=[A-Z])", line):
+        key, sep, value = part.partition(":")
+        key, value = key.strip(), value.strip()
+        if sep and key in _FACT_KEYS and value:
+            facts[_FACT_KEYS[key]] = value
+
+
+def parse(text):
+    """Bandwidth or latency test output -> {'test', 'kind', 'unit', facts..., 'rows'}."""
+    result = {"test": None, "kind": None, "unit": None, "device": None, "transport": None,
+              "connection_type": None, "link_type": None, "mtu": None, "gid_index": None, "rows": [],
+              "errors": []}
+    facts = {}
+    for raw in (text or "").splitlines():
+        line = raw.rstrip()
+        if not line.strip() or set(line.strip()) <= set("-*"):
+            continue
+        match = _TITLE_RE.match(line)
+        if match and result["test"] is None:
+            result["test"] = " ".join(match.group(1).split())
+            continue
+        match = _BW_HEADER_RE.search(line)
+        if match:
+            result["kind"], result["unit"] = "bandwidth", match.group(2)
+            continue
+        if _LAT_HEADER_RE.search(line):
+            result["kind"], result["unit"] = "latency", "usec"
+            continue
+        tokens = line.split()
+        if result["kind"] and tokens and tokens[0].isdigit() and len(tokens) >= 3:
+            values = [_num(t) for t in tokens]
+            if None in values:
+                continue
+            if result["kind"] == "bandwidth" and len(values) >= 5:
+                result["rows"].append({"bytes": values[0], "iterations": values[1], "bw_peak": values[2],
+                                       "bw_average": values[3], "msg_rate_mpps": values[4],
+                                       "unit": result["unit"]})
+            elif result["kind"] == "latency":
+                row = {"bytes": values[0], "iterations": values[1]}
+                row.update(dict((name, None) for name in _LAT_COLUMNS))
+                row.update(zip(_LAT_COLUMNS, values[2:]))
+                result["rows"].append(row)
+            continue
+        if ":" in line and result["kind"] is None:
+            _facts(line, facts)
+            continue
+        lowered = line.lower()
+        if any(word in lowered for word in ("couldn't", "unable", "failed", "error", "refused")):
+            result["errors"].append(line.strip())
+    if result["kind"] is None:
+        if result["errors"]:
+            return result
+        raise PerftestParseError("no perftest result header (#bytes #iterations ...) in the text")
+    result.update(facts)
+    mtu = re.match(r"^(\d+)", facts.get("mtu") or "")
+    result["mtu"] = int(mtu.group(1)) if mtu else None
+    if result["gid_index"] is not None and str(result["gid_index"]).isdigit():
+        result["gid_index"] = int(result["gid_index"])
+    return result
+
+
+def bw_gbps(row):
+    """A bandwidth row's average in Gb/s whatever unit perftest printed (MB/sec is 10^6 bytes/s)."""
+    value = row["bw_average"]
+    return value if row["unit"] == "Gb/sec" else value * 8 / 1000.0
+
+
+def check_thresholds(result, min_bw_gbps=None, max_lat_us=None):
+    failures = []
+    if not result.get("rows"):
+        return ["no result rows%s" % (": " + "; ".join(result["errors"]) if result.get("errors") else "")]
+    last = result["rows"][-1]
+    if min_bw_gbps is not None and result["kind"] == "bandwidth" and bw_gbps(last) < float(min_bw_gbps):
+        failures.append("%s, %d B: average %.2f Gb/s, expected at least %g Gb/s"
+                        % (result["test"] or "bandwidth test", last["bytes"], bw_gbps(last), float(min_bw_gbps)))
+    if max_lat_us is not None and result["kind"] == "latency" and last["t_typical_us"] > float(max_lat_us):
+        failures.append("%s, %d B: typical latency %.2f us, expected at most %g us"
+                        % (result["test"] or "latency test", last["bytes"], last["t_typical_us"], float(max_lat_us)))
+    return failures
