@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that judge and draw nccl-tests runs (thin wrappers over module_utils)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufabric.rdma.plugins.module_utils import chart, validation
+
+
+def nccl_tests_collect(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=None):
+    if not isinstance(single_by_host, dict):
+        raise AnsibleFilterError("gpufabric.rdma.nccl_tests_collect expects a mapping of host to registered results")
+    return validation.collect_runs(single_by_host, mpirun_results, hosts, gpus_by_host)
+
+
+def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place"):
+    if not isinstance(runs, list):
+        raise AnsibleFilterError("gpufabric.rdma.nccl_tests_judge expects a list of runs, got %s" % type(runs).__name__)
+    try:
+        return validation.judge(runs, None if min_busbw in (None, "") else float(min_busbw),
+                                min_busbw_by_size or None, max_wrong, placement)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise AnsibleFilterError("gpufabric.rdma.nccl_tests_judge: %s" % exc)
+
+
+def nccl_tests_summary(judged, output="text", thresholds=None):
+    if output == "markdown":
+        return validation.summary_markdown(judged, thresholds)
+    return validation.summary_text(judged)
+
+
+def bandwidth_svg(judged, threshold=None, title="NCCL bandwidth"):
+    series = [{"label": run.get("label"), "rows": run["result"].get("rows")} for run in judged]
+    try:
+        return chart.bandwidth_svg(series, None if threshold in (None, "") else float(threshold), title)
+    except ValueError as exc:
+        raise AnsibleFilterError("gpufabric.rdma.bandwidth_svg: %s" % exc)
+
+
+def mpirun_env_args(env):
+    """{'NCCL_IB_HCA': '=mlx5_0:1'} -> ['-x', 'NCCL_IB_HCA==mlx5_0:1']: OpenMPI exports each to every rank."""
+    if not isinstance(env, dict):
+        raise AnsibleFilterError("gpufabric.rdma.mpirun_env_args expects a dict, got %s" % type(env).__name__)
+    args = []
+    for name in sorted(env):
+        args += ["-x", "%s=%s" % (name, "" if env[name] is None else env[name])]
+    return args
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"nccl_tests_collect": nccl_tests_collect, "nccl_tests_judge": nccl_tests_judge, "nccl_tests_summary": nccl_tests_summary,
+                "bandwidth_svg": bandwidth_svg, "mpirun_env_args": mpirun_env_args}

@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Validation runs (nccl-tests) judged against thresholds and summarized for people."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
+
+
+def _output(result):
+    """stdout and stderr of a registered command, or why it has none (timeout, missing binary)."""
+    parts = [result.get("stdout") or "", result.get("stderr") or ""]
+    if result.get("rc") is None and result.get("msg"):
+        parts.append("error: %s" % result["msg"])
+    return "\n".join(p for p in parts if p)
+
+
+def collect_runs(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=None):
+    """Registered loop results -> [{'label', 'host', 'mode', 'command', 'rc', 'output'}].
+
+    ``single_by_host`` maps a host to its registered single-node loop (``{'results': [...]}``);
+    ``mpirun_results`` is the registered mpirun loop of the launching host.
+    """
+    runs = []
+    for host in sorted(single_by_host or {}):
+        for result in (single_by_host[host] or {}).get("results") or []:
+            item = result.get("item") or {}
+            label = item.get("label") or "%s -g %s" % (item.get("name"), (gpus_by_host or {}).get(host, "?"))
+            runs.append({"label": "%s: %s" % (host, label), "host": host, "mode": "single",
+                         "command": " ".join(result.get("cmd") or []), "rc": result.get("rc"),
+                         "output": _output(result)})
+    for result in (mpirun_results or {}).get("results") or []:
+        item = result.get("item") or {}
+        runs.append({"label": item.get("label") or "mpirun %s x %d nodes" % (item.get("name"), len(hosts or [])),
+                     "host": ",".join(hosts or []), "mode": "mpirun",
+                     "command": " ".join(result.get("cmd") or []), "rc": result.get("rc"),
+                     "output": _output(result)})
+    return runs
+
+
+def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place"):
+    """runs: [{'label', 'command', 'output'}] -> the same runs with 'result', 'failures', 'passed'."""
+    judged = []
+    for run in runs:
+        try:
+            result = nccl_tests.parse(run.get("output") or "")
+        except nccl_tests.NcclTestsParseError as exc:
+            result = {"rows": [], "errors": [str(exc)], "passed": False, "completed": False}
+        failures = nccl_tests.check_thresholds(result, min_busbw, min_busbw_by_size, max_wrong, True, placement)
+        item = dict((k, v) for k, v in run.items() if k != "output")
+        item.update(result=result, failures=failures, passed=not failures and bool(result.get("passed")))
+        judged.append(item)
+    return judged
+
+
+def _largest(result):
+    rows = result.get("rows") or []
+    return rows[-1] if rows else None
+
+
+def summary_rows(judged):
+    rows = []
+    for run in judged:
+        result = run["result"]
+        last = _largest(result)
+        rows.append([
+            run.get("label"),
+            result.get("collective"),
+            len(result.get("ranks") or []),
+            last["size"] if last else None,
+            (last.get("out_of_place") or {}).get("busbw") if last else None,
+            result.get("peak_busbw"),
+            result.get("avg_busbw"),
+            result.get("wrong"),
+            "PASS" if run["passed"] else "FAIL",
+        ])
+    return rows
+
+
+SUMMARY_HEADER = ["run", "collective", "ranks", "largest size (B)", "busbw there (GB/s)", "peak busbw",
+                  "avg busbw", "#wrong", "verdict"]
+
+
+def summary_text(judged):
+    text = render_table(SUMMARY_HEADER, summary_rows(judged))
+    failures = ["%s: %s" % (run.get("label"), failure) for run in judged for failure in run["failures"]]
+    return text + ("\n" + "\n".join(failures) if failures else "")
+
+
+def summary_markdown(judged, thresholds=None):
+    lines = ["# gpufabric.rdma validation", ""]
+    passed = all(run["passed"] for run in judged) and bool(judged)
+    lines.append("**%s**: %d of %d run(s) passed." % ("PASS" if passed else "FAIL",
+                                                        sum(1 for r in judged if r["passed"]), len(judged)))
+    if thresholds:
+        lines += ["", "Thresholds: " + ", ".join("%s=%s" % kv for kv in sorted(thresholds.items()) if kv[1] not in (None, {}, ""))]
+    lines += ["", "| " + " | ".join(SUMMARY_HEADER) + " |", "|" + "---|" * len(SUMMARY_HEADER)]
+    for row in summary_rows(judged):
+        lines.append("| " + " | ".join("-" if c is None else str(c) for c in row) + " |")
+    lines += ["", "## Commands", ""]
+    lines += ["- %s: `%s`" % (run.get("label"), run.get("command")) for run in judged]
+    failures = [(run.get("label"), f) for run in judged for f in run["failures"]]
+    if failures:
+        lines += ["", "## Failures", ""] + ["- %s: %s" % item for item in failures]
+    return "\n".join(lines) + "\n"
