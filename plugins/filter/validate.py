@@ -51,7 +51,25 @@ def mpirun_env_args(env):
     return args
 
 
+def pair_hosts(hosts):
+    if not isinstance(hosts, list):
+        raise AnsibleFilterError("gpufabric.rdma.pair_hosts expects a list of hosts")
+    return validation.pair_hosts(hosts)
+
+
+def perftest_judge(results, min_bw_gbps=None, max_lat_us=None):
+    if not isinstance(results, list):
+        raise AnsibleFilterError("gpufabric.rdma.perftest_judge expects a list of results")
+    return validation.judge_perftest(results, None if min_bw_gbps in (None, "") else float(min_bw_gbps),
+                                     None if max_lat_us in (None, "") else float(max_lat_us))
+
+
+def perftest_summary(judged):
+    return validation.perftest_markdown(judged)
+
+
 class FilterModule(object):
     def filters(self):
         return {"nccl_tests_collect": nccl_tests_collect, "nccl_tests_judge": nccl_tests_judge, "nccl_tests_summary": nccl_tests_summary,
-                "bandwidth_svg": bandwidth_svg, "mpirun_env_args": mpirun_env_args}
+                "bandwidth_svg": bandwidth_svg, "mpirun_env_args": mpirun_env_args,
+                "pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary}

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, perftest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
 
 
@@ -94,8 +94,8 @@ def summary_text(judged):
 def summary_markdown(judged, thresholds=None):
     lines = ["# gpufabric.rdma validation", ""]
     passed = all(run["passed"] for run in judged) and bool(judged)
-    lines.append("**%s**: %d of %d run(s) passed." % ("PASS" if passed else "FAIL",
-                                                        sum(1 for r in judged if r["passed"]), len(judged)))
+    count = sum(1 for r in judged if r["passed"])
+    lines.append("**%s**: %d of %d run(s) passed." % ("PASS" if passed else "FAIL", count, len(judged)))
     if thresholds:
         lines += ["", "Thresholds: " + ", ".join("%s=%s" % kv for kv in sorted(thresholds.items()) if kv[1] not in (None, {}, ""))]
     lines += ["", "| " + " | ".join(SUMMARY_HEADER) + " |", "|" + "---|" * len(SUMMARY_HEADER)]
@@ -106,4 +106,58 @@ def summary_markdown(judged, thresholds=None):
     failures = [(run.get("label"), f) for run in judged for f in run["failures"]]
     if failures:
         lines += ["", "## Failures", ""] + ["- %s: %s" % item for item in failures]
+    return "\n".join(lines) + "\n"
+
+
+def pair_hosts(hosts):
+    """[a, b, c, d, e] -> [{'server': a, 'client': b}, {'server': c, 'client': d}]; an odd host out waits."""
+    hosts = list(hosts or [])
+    return [{"server": hosts[i], "client": hosts[i + 1]} for i in range(0, len(hosts) - 1, 2)]
+
+
+def _first_words(text, limit=3):
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip() and not set(line.strip()) <= set("-*")]
+    return "; ".join(lines[:limit]) or "nothing"
+
+
+def judge_perftest(results, min_bw_gbps=None, max_lat_us=None):
+    """Registered perftest runs -> the same with 'result', 'failures', 'passed'."""
+    judged = []
+    for run in results:
+        where = "%s %s -> %s" % (run.get("test"), run.get("client"), run.get("server"))
+        output = "\n".join(part for part in (run.get("output"), run.get("stdout"), run.get("stderr")) if part)
+        try:
+            result = perftest.parse(output)
+        except perftest.PerftestParseError:
+            result = {"rows": [], "errors": [], "kind": None}
+        if result["rows"]:
+            failures = ["%s: %s" % (where, f) for f in perftest.check_thresholds(result, min_bw_gbps, max_lat_us)]
+        else:
+            failures = ["%s: no result (client exit %s); perftest printed: %s" % (
+                where, run.get("client_rc"), _first_words(output))]
+        item = dict((k, v) for k, v in run.items() if k not in ("output", "stdout", "stderr"))
+        item.update(result=result, failures=failures, passed=not failures, output=output)
+        judged.append(item)
+    return judged
+
+
+def perftest_markdown(judged):
+    """perftest.md: one line per test and pair, then the failures."""
+    lines = ["# gpufabric.rdma perftest", "", "| test | client -> server | size (B) | result | verdict |",
+             "|---|---|---|---|---|"]
+    for run in judged:
+        rows = run["result"].get("rows") or []
+        last = rows[-1] if rows else None
+        if last is None:
+            measured = "no result"
+        elif run["result"].get("kind") == "bandwidth":
+            measured = "%s %s average" % (last["bw_average"], last["unit"])
+        else:
+            measured = "%s us typical" % last["t_typical_us"]
+        cells = (run.get("test"), run.get("client"), run.get("server"), last["bytes"] if last else "-", measured,
+                 "PASS" if run["passed"] else "FAIL")
+        lines.append("| %s | %s -> %s | %s | %s | %s |" % cells)
+    failures = [f for run in judged for f in run["failures"]]
+    if failures:
+        lines += ["", "## Failures", ""] + ["- %s" % f for f in failures]
     return "\n".join(lines) + "\n"

@@ -61,8 +61,42 @@ def test_a_missed_threshold_fails_the_play_naming_the_numbers(threshold, tmp_pat
     proc = subprocess.run(
         ["ansible-playbook", "-i", inventory, playbook, "-e", "nccl_tests_min_busbw=" + threshold,
          "-e", "nccl_tests_report_dir=" + str(tmp_path), "-e", "openmpi_ssh_mesh=false"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, check=False,
     )
     assert proc.returncode != 0
     assert "size 4294967296 B: busbw 364.98 GB/s, expected at least 400 GB/s" in proc.stdout
     assert (tmp_path / "summary.md").read_text().startswith("# gpufabric.rdma validation\n\n**FAIL**")
+
+
+@pytest.fixture(scope="module")
+def perftest_run(tmp_path_factory):
+    """perftest.yml once for the module: ib_write_bw between the lab nodes, which have no RDMA."""
+    report = tmp_path_factory.mktemp("perftest")
+    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
+    playbook = os.path.join(os.environ["MOLECULE_SCENARIO_DIRECTORY"], "perftest.yml")
+    proc = subprocess.run(["ansible-playbook", "-i", inventory, playbook], capture_output=True, text=True,
+                          timeout=600, check=False, env=dict(os.environ, GPUFABRIC_PERFTEST_REPORT=str(report)))
+    return proc, report
+
+
+def test_perftest_without_rdma_fails_with_what_perftest_said(perftest_run):
+    proc, report = perftest_run
+    assert proc.returncode != 0
+    # the callback folds and escapes long messages, so read the whole sentence from the report
+    output = proc.stdout + proc.stderr
+    assert "perftest failed: ib_write_bw gpufabric-validate-node2 -> gpufabric-validate-node1" in output
+    assert "Did not detect devices" in output
+    failures = (report / "perftest.md").read_text().split("## Failures")[1]
+    assert ("- ib_write_bw gpufabric-validate-node2 -> gpufabric-validate-node1: no result (client exit 1); "
+            "perftest printed: Did not detect devices; If device exists, check if driver is up; "
+            "Unable to find the Infiniband/RoCE device") in failures
+    # no RDMA device is final: the client is not retried for the whole timeout
+    assert "RETRYING" not in "".join(line for line in proc.stdout.splitlines(True) if "Run the client" in line)
+    summary = (report / "perftest.md").read_text()
+    assert "| ib_write_bw | gpufabric-validate-node2 -> gpufabric-validate-node1 | - | no result | FAIL |" in summary
+
+
+def test_perftest_installed_and_nothing_left_running(host, perftest_run):
+    assert host.package("perftest").is_installed
+    # by process name: "pgrep -f" would find the shell that runs it
+    assert host.run("pgrep -x ib_write_bw").rc != 0
