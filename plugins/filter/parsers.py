@@ -21,31 +21,30 @@ def _text(value, name):
     return value
 
 
+def _parse(parser, value, name):
+    """Run a module_utils parser on the tool's text; its ValueError becomes a filter error naming the filter."""
+    try:
+        return parser(_text(value, name))
+    except ValueError as exc:   # the parsers' own errors derive from ValueError
+        raise AnsibleFilterError("gpufabric.rdma.%s: %s" % (name, exc))
+
+
 def parse_ibv_devinfo(value):
-    return rdma.parse_ibv_devinfo(_text(value, "parse_ibv_devinfo"))
+    return _parse(rdma.parse_ibv_devinfo, value, "parse_ibv_devinfo")
 
 
 def parse_nvidia_topo(value):
-    try:
-        return gpu.parse_nvidia_topo(_text(value, "parse_nvidia_topo"))
-    except gpu.GpuParseError as exc:
-        raise AnsibleFilterError("gpufabric.rdma.parse_nvidia_topo: %s" % exc)
+    return _parse(gpu.parse_nvidia_topo, value, "parse_nvidia_topo")
 
 
 def parse_nccl_tests(value):
     if isinstance(value, dict) and "results" in value:
         return nccl_tests.parse_json(value)   # the -J document, already loaded
-    try:
-        return nccl_tests.parse(_text(value, "parse_nccl_tests"))
-    except (nccl_tests.NcclTestsParseError, ValueError) as exc:
-        raise AnsibleFilterError("gpufabric.rdma.parse_nccl_tests: %s" % exc)
+    return _parse(nccl_tests.parse, value, "parse_nccl_tests")
 
 
 def parse_perftest(value):
-    try:
-        return perftest.parse(_text(value, "parse_perftest"))
-    except perftest.PerftestParseError as exc:
-        raise AnsibleFilterError("gpufabric.rdma.parse_perftest: %s" % exc)
+    return _parse(perftest.parse, value, "parse_perftest")
 
 
 class FilterModule(object):

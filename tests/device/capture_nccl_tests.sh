@@ -8,12 +8,8 @@ set -uo pipefail
 out=${1:?usage: $0 OUT_DIR}
 mkdir -p "$out"
 cd "$(dirname "$0")/../.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-nccl_home=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])')
-mkdir -p /tmp/nccl/lib
-ln -sfn "$nccl_home/include" /tmp/nccl/include
-ln -sfn "$nccl_home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so
-ln -sfn "$nccl_home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so.2
+. tests/device/common.sh
+setup_nccl_home
 cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 mpi_args=()
 if command -v mpirun >/dev/null; then
@@ -25,7 +21,6 @@ if command -v mpirun >/dev/null; then
 fi
 make -s -C vendor-src/nccl-tests -j"$(nproc)" CUDA_HOME="$cuda_home" NCCL_HOME=/tmp/nccl "${mpi_args[@]}" \
   NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >/tmp/build.log 2>&1 || { tail -n 30 /tmp/build.log; exit 1; }
-export LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-}
 b=vendor-src/nccl-tests/build
 ngpu=$(nvidia-smi -L | grep -c '^GPU ')
 run() { local name=$1; shift; echo "+ $*" >"$out/$name.txt"; "$@" >>"$out/$name.txt" 2>&1; echo "rc=$? $name"; }

@@ -15,14 +15,8 @@ out=${1:?usage: $0 OUT_DIR}
 mkdir -p "$out/report"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1
-
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-mkdir -p /tmp/collections/ansible_collections/gpufabric
-ln -sfn "$top" /tmp/collections/ansible_collections/gpufabric/rdma
-export ANSIBLE_COLLECTIONS_PATH=/tmp/collections ANSIBLE_CONFIG=$top/ansible.cfg ANSIBLE_FORCE_COLOR=0
+. tests/device/common.sh
+setup_ansible "$top"
 
 ngpu=$(nvidia-smi -L | grep -c '^GPU ')
 nvidia-smi -q -x >"$out/nvidia_smi_q.xml"
@@ -33,16 +27,11 @@ ansible-playbook playbooks/discover.yml -e "report_dir=$out/report" -e "expected
   -e ansible_become=false -e "ansible_python_interpreter=$(command -v python3)" 2>&1 | tee -a "$out/discover.log"
 cp /etc/gpufabric/facts.json "$out/facts.json"
 
-nccl_home=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])')
-mkdir -p /tmp/nccl/lib
-ln -sfn "$nccl_home/include" /tmp/nccl/include
-ln -sfn "$nccl_home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so
-ln -sfn "$nccl_home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so.2
+setup_nccl_home
 cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 make -s -C vendor-src/nccl-tests -j"$(nproc)" CUDA_HOME="$cuda_home" NCCL_HOME=/tmp/nccl \
   NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >/tmp/nccl-tests-build.log 2>&1 || {
   tail -n 40 /tmp/nccl-tests-build.log; exit 1; }
-export LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-}
 
 # The recommended environment, exactly as the report gives it.
 auto_env=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); (n,)=r["nodes"].values(); print(" ".join("%s=%s" % kv for kv in n["nccl"]["env"].items()))' "$out/report/readiness.json")

@@ -11,20 +11,9 @@ out=${1:?usage: $0 OUT_DIR}
 mkdir -p "$out/report"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-mkdir -p /tmp/collections/ansible_collections/gpufabric
-ln -sfn "$top" /tmp/collections/ansible_collections/gpufabric/rdma
-export ANSIBLE_COLLECTIONS_PATH=/tmp/collections ANSIBLE_CONFIG=$top/ansible.cfg ANSIBLE_FORCE_COLOR=0
-
-# NCCL as the pip wheel lays it out, with the libnccl.so link a build needs.
-nccl_home=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])')
-mkdir -p /tmp/nccl/lib
-ln -sfn "$nccl_home/include" /tmp/nccl/include
-ln -sfn "$nccl_home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so
-ln -sfn "$nccl_home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so.2
-export LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-}
+. tests/device/common.sh
+setup_ansible "$top"
+setup_nccl_home
 mkdir -p /opt/nccl-tests && rm -rf /opt/nccl-tests/src && cp -r vendor-src/nccl-tests /opt/nccl-tests/src
 
 runs='[{"name": "all_reduce_perf", "args": "-b 8 -e 4G -f 2", "mode": "single"},

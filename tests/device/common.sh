@@ -1,0 +1,25 @@
+# Sourced by the tests/device scripts: what every run on the GPU machine needs.
+# NVLink multicast stays off on these shared machines (their docs say why).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+
+# NCCL as the nvidia-nccl pip wheel lays it out, plus the libnccl.so link a build needs,
+# in /tmp/nccl (NCCL_HOME), and on LD_LIBRARY_PATH.
+setup_nccl_home() {
+  local home
+  home=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])')
+  mkdir -p /tmp/nccl/lib
+  ln -sfn "$home/include" /tmp/nccl/include
+  ln -sfn "$home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so
+  ln -sfn "$home/lib/libnccl.so.2" /tmp/nccl/lib/libnccl.so.2
+  export LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-}
+}
+
+# ansible-core from the carried wheels, and this checkout as gpufabric.rdma.
+setup_ansible() {
+  local top=$1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$top"/.whl/*.whl
+  export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+  mkdir -p /tmp/collections/ansible_collections/gpufabric
+  ln -sfn "$top" /tmp/collections/ansible_collections/gpufabric/rdma
+  export ANSIBLE_COLLECTIONS_PATH=/tmp/collections ANSIBLE_CONFIG=$top/ansible.cfg ANSIBLE_FORCE_COLOR=0
+}
