@@ -47,7 +47,16 @@ def parse_perftest(value):
     return _parse(perftest.parse, value, "parse_perftest")
 
 
+def nvcc_gencode(value):
+    if isinstance(value, dict) and "stdout_lines" in value:
+        value = value["stdout_lines"]
+    if not isinstance(value, (list, str)):
+        raise AnsibleFilterError("gpufabric.rdma.nvcc_gencode expects compute_cap lines, got %s" % type(value).__name__)
+    return gpu.nvcc_gencode(value)
+
+
 class FilterModule(object):
     def filters(self):
         return {"parse_ibv_devinfo": parse_ibv_devinfo, "parse_nvidia_topo": parse_nvidia_topo,
-                "parse_nccl_tests": parse_nccl_tests, "parse_perftest": parse_perftest}
+                "parse_nccl_tests": parse_nccl_tests, "parse_perftest": parse_perftest,
+                "nvcc_gencode": nvcc_gencode}

@@ -192,3 +192,22 @@ def parse_peermem(proc_modules):
         if name in loaded:
             return {"loaded": True, "module": name}
     return {"loaded": False, "module": None}
+
+
+_COMPUTE_CAP_RE = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
+
+
+def nvcc_gencode(compute_caps):
+    """`nvidia-smi --query-gpu=compute_cap --format=csv,noheader` lines -> NVCC_GENCODE.
+
+    ['9.0', '9.0'] -> '-gencode=arch=compute_90,code=sm_90'; one entry per distinct capability,
+    in the order first seen; lines that are not a capability (errors, blanks) are skipped.
+    """
+    if isinstance(compute_caps, str):
+        compute_caps = compute_caps.splitlines()
+    seen = []
+    for line in compute_caps or []:
+        match = _COMPUTE_CAP_RE.match(line)
+        if match and match.group(1) + match.group(2) not in seen:
+            seen.append(match.group(1) + match.group(2))
+    return " ".join("-gencode=arch=compute_%s,code=sm_%s" % (cap, cap) for cap in seen)

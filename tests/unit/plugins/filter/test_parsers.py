@@ -38,3 +38,9 @@ def test_perftest_filter(read_fixture):
     assert FILTERS["parse_perftest"](read_fixture("perftest", "write_bw_gbits_perftest-273.txt"))["unit"] == "Gb/sec"
     with pytest.raises(AnsibleFilterError, match="parse_perftest"):
         FILTERS["parse_perftest"]("hello")
+
+
+def test_nvcc_gencode_filter_takes_a_registered_result():
+    assert FILTERS["nvcc_gencode"]({"stdout_lines": ["9.0", "9.0"]}) == "-gencode=arch=compute_90,code=sm_90"
+    with pytest.raises(AnsibleFilterError, match="nvcc_gencode expects compute_cap lines"):
+        FILTERS["nvcc_gencode"](9.0)

@@ -120,3 +120,14 @@ def test_topo_without_matrix_is_a_clear_error():
 ])
 def test_peermem(modules, expected):
     assert gpu.parse_peermem(modules) == expected
+
+
+@pytest.mark.parametrize("lines, expected", [
+    (["9.0"] * 8, "-gencode=arch=compute_90,code=sm_90"),
+    (["8.0", " 9.0 ", "8.0"], "-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90"),
+    ("10.0\n", "-gencode=arch=compute_100,code=sm_100"),
+    (["/usr/local/cuda/bin/nvcc", "", "No devices were found"], ""),
+    ([], ""),
+])
+def test_nvcc_gencode(lines, expected):
+    assert gpu.nvcc_gencode(lines) == expected
