@@ -60,7 +60,7 @@ lab-destroy: collection docker
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent
 
 test: collection image
-	@tests/run-stages.sh unit sanity lint yamllint build molecule
+	@tests/run-stages.sh unit sanity lint yamllint build molecule lab
 
 unit sanity lint yamllint build: collection
 	@tests/run-stages.sh $@

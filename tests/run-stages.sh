@@ -59,6 +59,24 @@ stage_molecule() {
   return $rc
 }
 
+# The README's first command for real: `make lab` on a fresh lab, then again, whose site.yml
+# must change nothing on any node; the lab is removed afterwards either way.
+stage_lab() {
+  local log="${TMPDIR:-/tmp}/gpufabric-lab-second.log" rc=0
+  make lab-destroy >/dev/null 2>&1
+  make lab || rc=1
+  if [[ $rc -eq 0 ]]; then
+    make lab >"$log" 2>&1 || { tail -n 40 "$log"; rc=1; }
+    echo "=== second make lab, site.yml recap:"
+    awk '/PLAY RECAP/{n++} n==2' "$log" | grep -E 'gpufabric-node' | tee "$log.recap"
+    if [[ $rc -eq 0 ]] && (! grep -q 'gpufabric-node' "$log.recap" || grep -vq ' changed=0 ' "$log.recap"); then
+      echo "=== second make lab changed something:"; grep -B3 -E '^changed:' "$log" | head -n 40; rc=1
+    fi
+  fi
+  make lab-destroy >/dev/null 2>&1
+  return $rc
+}
+
 declare -a names=() times=() results=()
 overall=0
 for stage in "$@"; do

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.rdma.plugins.module_utils import readiness, report
+from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, readiness, report
 
 
 def _wrap(func, name=None):
@@ -31,4 +31,5 @@ class FilterModule(object):
             "readiness_report": _wrap(readiness.build_report, "readiness_report"),
             "readiness_markdown": _wrap(readiness.render_markdown, "readiness_markdown"),
             "readiness_text": _wrap(readiness.render_text, "readiness_text"),
+            "peermem_plan": _wrap(gpu.peermem_plan, "peermem_plan"),
         }

@@ -211,3 +211,41 @@ def nvcc_gencode(compute_caps):
         if match and match.group(1) + match.group(2) not in seen:
             seen.append(match.group(1) + match.group(2))
     return " ".join("-gencode=arch=compute_%s,code=sm_%s" % (cap, cap) for cap in seen)
+
+
+def peermem_plan(gpu_facts, available, ib_core_loaded, in_container, wanted="auto"):
+    """Decide how GPUDirect RDMA peer memory gets loaded on a node, or why it cannot.
+
+    gpu_facts: the gpu_facts module's facts; available: {module name: bool} from `modinfo`;
+    ib_core_loaded: whether the RDMA core module is loaded; in_container: the node is a container.
+    Returns {"module", "action" ("none" | "load" | "skip" | "fail"), "reason"}."""
+    peermem = gpu_facts.get("peermem") or {}
+    driver = gpu_facts.get("driver_version") or ""
+    major = int(driver.split(".")[0]) if driver.split(".")[0].isdigit() else None
+    if wanted == "auto":
+        # nvidia_peermem ships with the GPU driver since R470; older drivers need Mellanox's nv_peer_mem.
+        module = "nv_peer_mem" if major is not None and major < 470 else "nvidia_peermem"
+    else:
+        module = wanted
+    if peermem.get("loaded"):
+        return {"module": peermem.get("module"), "action": "none", "reason": "%s is loaded" % peermem.get("module")}
+    if in_container:
+        return {"module": module, "action": "skip",
+                "reason": "a container: kernel modules belong to the host, load %s there" % module}
+    if not gpu_facts.get("present"):
+        return {"module": module, "action": "skip",
+                "reason": "no NVIDIA GPU driver answers (%s); install the driver first"
+                          % (gpu_facts.get("error") or "nvidia-smi not found")}
+    if not ib_core_loaded:
+        return {"module": module, "action": "fail",
+                "reason": "ib_core is not loaded: %s needs the RDMA stack (run gpufabric.rdma.rdma_drivers first)" % module}
+    if not available.get(module):
+        if module == "nvidia_peermem":
+            return {"module": module, "action": "fail",
+                    "reason": "driver %s has no nvidia_peermem module: it ships with R470 and later drivers when they "
+                              "are installed after MLNX_OFED/DOCA or with inbox rdma-core headers present; "
+                              "reinstall the GPU driver after the RDMA stack" % (driver or "?")}
+        return {"module": module, "action": "fail",
+                "reason": "driver %s needs the legacy nv_peer_mem, which is not built: set peermem_legacy_source "
+                          "to Mellanox's nv_peer_memory source" % (driver or "?")}
+    return {"module": module, "action": "load", "reason": "driver %s, RDMA stack loaded: modprobe %s" % (driver, module)}

@@ -410,4 +410,6 @@ def summarize(devices):
         "transports": sorted(set(d["transport"] for d in devices)),
         "link_layers": sorted(set(p["link_layer"] for d in devices for p in d["ports"] if p.get("link_layer"))),
         "active_hcas": active_hcas,
+        "ports_not_active": ["%s/%s %s" % (d["name"], p.get("port"), p.get("state") or "unknown")
+                             for d in devices for p in d["ports"] if p.get("state") != "ACTIVE"],
     }

@@ -127,24 +127,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl, rdma
-
-
-def _current(path):
-    try:
-        with open(path, "r") as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def _write(module, path, content):
-    directory = os.path.dirname(path) or "."
-    if not os.path.isdir(directory):
-        module.fail_json(msg="cannot write %s: directory %s does not exist" % (path, directory))
-    tmp = "%s.gpufabric.tmp" % path
-    with open(tmp, "w") as handle:
-        handle.write(content)
-    module.atomic_move(tmp, path)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_text, write_atomic
 
 
 def main():
@@ -168,7 +151,7 @@ def main():
         devices = rdma.read_sysfs(params["sysfs_root"])
     ifname = params["socket_ifname"]
     if not ifname:
-        ifname = nccl.default_route_interface(_current("/proc/net/route"))
+        ifname = nccl.default_route_interface(read_text("/proc/net/route"))
     try:
         result = nccl.compute_env(params["profile"], devices, ifname, params["overrides"], params["unset"])
     except ValueError as exc:
@@ -184,12 +167,12 @@ def main():
     changed = False
     diffs = []
     for path, content in files:
-        before = _current(path)
+        before = read_text(path)
         if before != content:
             changed = True
             diffs.append(dict(before=before or "", after=content, before_header=path, after_header=path))
             if not module.check_mode:
-                _write(module, path, content)
+                write_atomic(module, path, content)
         if not module.check_mode and os.path.exists(path):
             file_args = module.load_file_common_arguments(dict(path=path, mode=params["mode"]))
             changed = module.set_fs_attributes_if_different(file_args, changed)

@@ -104,7 +104,7 @@ ansible_facts:
                   ipv4: 10.110.0.33
               roce_v2_gid_index: 3
     rdma_summary:
-      description: C(count), C(active_ports), C(transports), C(link_layers) and C(active_hcas).
+      description: C(count), C(active_ports), C(transports), C(link_layers), C(active_hcas) and C(ports_not_active) (C(device/port STATE) strings).
       returned: always
       type: dict
       sample:
@@ -113,6 +113,7 @@ ansible_facts:
         transports: [RoCE]
         link_layers: [Ethernet]
         active_hcas: [mlx5_0]
+        ports_not_active: [mlx5_1/1 DOWN]
 verbs:
   description: Whether C(ibv_devinfo) ran and its output was used.
   returned: always

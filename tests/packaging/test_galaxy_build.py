@@ -82,16 +82,20 @@ def test_installs_into_a_clean_path_and_documents_itself(tarball, tmp_path):
         ["ansible-doc", "-t", "filter", "-l", "gpufabric.rdma", "--json"],
         check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
     )
-    assert {"gpufabric.rdma.node_record", "gpufabric.rdma.node_summary", "gpufabric.rdma.parse_ibv_devinfo",
-            "gpufabric.rdma.parse_nvidia_topo", "gpufabric.rdma.readiness_report"} <= set(json.loads(listed.stdout))
+    # Every filter, module and role of the checkout is documented and listed by the installed collection.
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    filters = {"gpufabric.rdma." + name[:-4] for name in os.listdir(os.path.join(here, "plugins", "filter"))
+               if name.endswith(".yml")}
+    assert filters and set(json.loads(listed.stdout)) == filters
     modules = subprocess.run(
         ["ansible-doc", "-t", "module", "-l", "gpufabric.rdma", "--json"],
         check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
     )
-    assert set(json.loads(modules.stdout)) == {"gpufabric.rdma.rdma_devices", "gpufabric.rdma.gpu_facts",
-                                               "gpufabric.rdma.nccl_env"}
+    assert set(json.loads(modules.stdout)) == {"gpufabric.rdma." + name[:-3] for name in
+                                               os.listdir(os.path.join(here, "plugins", "modules"))
+                                               if name.endswith(".py") and not name.startswith("_")}
     roles = subprocess.run(
         ["ansible-doc", "-t", "role", "-l", "gpufabric.rdma", "--json"],
         check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
     )
-    assert "gpufabric.rdma.discovery" in json.loads(roles.stdout)
+    assert set(json.loads(roles.stdout)) == {"gpufabric.rdma." + name for name in os.listdir(os.path.join(here, "roles"))}

@@ -25,7 +25,7 @@ def test_erdma_seed_002(read_fixture):
     assert port["gids"] == [] and port["roce_v2_gid_index"] is None
     assert rdma.summarize(devices) == {
         "count": 2, "active_ports": 1, "transports": ["eRDMA"],
-        "link_layers": ["Ethernet"], "active_hcas": ["rocep26s0"],
+        "link_layers": ["Ethernet"], "active_hcas": ["rocep26s0"], "ports_not_active": ["rocep156s0/1 DOWN"],
     }
 
 
@@ -137,7 +137,8 @@ def test_sysfs_infiniband_with_ipoib(fixture_file):
 
 def test_no_rdma_is_an_empty_list(tmp_path):
     assert rdma.read_sysfs(str(tmp_path)) == []
-    assert rdma.summarize([]) == {"count": 0, "active_ports": 0, "transports": [], "link_layers": [], "active_hcas": []}
+    assert rdma.summarize([]) == {"count": 0, "active_ports": 0, "transports": [], "link_layers": [], "active_hcas": [],
+                                  "ports_not_active": []}
 
 
 def test_merge_verbs_fills_active_mtu(fixture_file):
