@@ -17,7 +17,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help venv collection docker image lab lab-destroy test unit sanity lint yamllint build molecule bench changelog clean
+.PHONY: help venv collection docker image lab lab-destroy lab-check test unit sanity lint yamllint build molecule bench changelog clean
 
 help:
 	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml"
@@ -60,13 +60,17 @@ lab-destroy: collection docker
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent
 
 test: collection image
-	@tests/run-stages.sh unit sanity lint yamllint build molecule lab
+	@tests/run-stages.sh unit sanity lint yamllint build molecule
 
 unit sanity lint yamllint build: collection
 	@tests/run-stages.sh $@
 
 molecule: collection image
 	@tests/run-stages.sh $@
+
+# make lab twice on a fresh lab; fails unless the second site.yml run changes nothing (not yet in make test).
+lab-check: collection image
+	@tests/run-stages.sh lab
 
 bench: collection
 	python tests/bench/bench_parsers.py
