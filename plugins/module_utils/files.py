@@ -19,6 +19,15 @@ def read_text(path):
         return None
 
 
+def read_attr(path):
+    """Text of a sysfs/procfs attribute, stripped; None when absent or unreadable (a normal answer)."""
+    try:
+        with open(path, "r") as handle:
+            return handle.read().strip()
+    except (IOError, OSError, UnicodeDecodeError):
+        return None
+
+
 def write_atomic(module, path, content, make_dirs=False):
     """Write content to path through a temporary file and AnsibleModule.atomic_move."""
     directory = os.path.dirname(path) or "."

@@ -14,6 +14,8 @@ __metaclass__ = type
 import difflib
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.shell import shell_quote
+
 PROFILES = ("auto", "infiniband", "roce", "erdma", "acs_rdma_type1", "acs_rdma_type2", "socket")
 
 # Profiles copied from the vendor documents, in their order; tests pin them to the letter.
@@ -201,12 +203,6 @@ def _profile_value(entries, name):
     return None
 
 
-def _shell_quote(value):
-    if value and re.match(r"^[A-Za-z0-9_.,:=/+@%-]+$", value):
-        return value
-    return "'" + value.replace("'", "'\"'\"'") + "'"
-
-
 def render_conf(result):
     """/etc/nccl.conf content: KEY=VALUE lines NCCL reads at init, with the reasons as comments."""
     lines = ["# Managed by gpufabric.rdma (nccl_env, profile %s: %s)." % (result["profile"], result["profile_reason"])]
@@ -218,7 +214,7 @@ def render_conf(result):
 def render_profile_script(result):
     """/etc/profile.d script: the same variables exported for login shells and job scripts."""
     lines = ["# Managed by gpufabric.rdma (nccl_env, profile %s)." % result["profile"]]
-    lines += ["export %s=%s" % (name, _shell_quote(value)) for name, value in result["env"].items()]
+    lines += ["export %s=%s" % (name, shell_quote(value)) for name, value in result["env"].items()]
     return "\n".join(lines) + "\n"
 
 

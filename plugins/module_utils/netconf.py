@@ -12,6 +12,8 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.shell import shell_quote
+
 # 1280: IPv6 needs at least this much. 9978: the largest Ethernet MTU ConnectX (mlx5) accepts;
 # switches commonly stop at 9216, which the interface's own max_mtu check catches where it applies.
 MTU_MIN = 1280
@@ -234,20 +236,13 @@ def render_boot_script(steps):
              "status=0"]
     for step in steps:
         if "argv" in step:
-            lines.append(" ".join(_sh_quote(arg) for arg in step["argv"]) + " || status=1")
+            lines.append(" ".join(shell_quote(arg) for arg in step["argv"]) + " || status=1")
         elif "mkdir" in step:
-            lines.append("mkdir -p %s || status=1" % _sh_quote(step["mkdir"]))
+            lines.append("mkdir -p %s || status=1" % shell_quote(step["mkdir"]))
         else:
-            lines.append("echo %s > %s || status=1" % (_sh_quote(step["value"]), _sh_quote(step["path"])))
+            lines.append("echo %s > %s || status=1" % (shell_quote(step["value"]), shell_quote(step["path"])))
     lines.append("exit $status")
     return "\n".join(lines) + "\n"
-
-
-def _sh_quote(value):
-    value = str(value)
-    if re.match(r"^[A-Za-z0-9_./:,=+@%-]+$", value):
-        return value
-    return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
 # CPU masks for IRQ affinity and RPS ---------------------------------------------------------

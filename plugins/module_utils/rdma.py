@@ -16,6 +16,7 @@ import ipaddress
 import os
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr as _read
 from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import leading_number, whole
 
 TRANSPORTS = ("InfiniBand", "RoCE", "iWARP", "eRDMA", "EFA", "unknown")
@@ -35,15 +36,6 @@ _VENDOR_TRANSPORT = {"0x1ded": "eRDMA", "0x1d0f": "EFA"}
 
 _STATE_RE = re.compile(r"^\s*(?:(\d+)\s*:\s*)?(?:PORT_(?!CONFIGURATION))?([A-Za-z_]+)\s*(?:\((\d+)\))?\s*$")
 _RATE_RE = re.compile(r"^\s*([\d.]+)\s*Gb/sec")
-
-
-def _read(path):
-    """Text of a sysfs attribute, stripped; None when absent or unreadable (a normal answer)."""
-    try:
-        with open(path, "r") as handle:
-            return handle.read().strip()
-    except (IOError, OSError, UnicodeDecodeError):
-        return None
 
 
 def _listdir(path):

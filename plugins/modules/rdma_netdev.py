@@ -170,7 +170,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils import netconf
-from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_text, write_atomic
+from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr as _read, read_text, write_atomic
 
 
 SKIP_REASONS = {
@@ -193,11 +193,6 @@ class Plan(object):
         # One reason per setting: the first missing ECN file says it for all sixteen.
         if setting not in [item["setting"] for item in self.skipped]:
             self.skipped.append(dict(setting=setting, reason=reason))
-
-
-def _read(path):
-    text = read_text(path)
-    return text.strip() if text is not None else None
 
 
 def _writable(path):
@@ -294,7 +289,7 @@ def _plan_mtu(module, plan, ifname, link, mtu):
     plan.mtu["persisted_in"] = path
 
 
-def _plan_qos(module, plan, ifname, link, pfc, ecn, sysfs):
+def _plan_qos(module, plan, ifname, link, pfc, ecn):
     params = module.params
     rdma_device = params["rdma_device"]
     tool = params["qos_tool"]
@@ -441,7 +436,7 @@ def main():
             module.fail_json(msg="%s: %s" % (ifname, error))
         _plan_mtu(module, plan, ifname, link, mtu)
     if pfc is not None or ecn is not None or params["trust"] or params["roce_mode"] or params["roce_tos"] is not None:
-        _plan_qos(module, plan, ifname, link, pfc, ecn, sysfs)
+        _plan_qos(module, plan, ifname, link, pfc, ecn)
     device = os.path.join(sysfs, "class/net", ifname, "device")
     if params["sriov_numvfs"] is not None:
         total = _read(os.path.join(device, "sriov_totalvfs"))

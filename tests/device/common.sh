@@ -23,3 +23,9 @@ setup_ansible() {
   ln -sfn "$top" /tmp/collections/ansible_collections/gpufabric/rdma
   export ANSIBLE_COLLECTIONS_PATH=/tmp/collections ANSIBLE_CONFIG=$top/ansible.cfg ANSIBLE_FORCE_COLOR=0
 }
+
+# A fresh copy of the carried nccl-tests source where the nccl_tests role looks for it.
+copy_nccl_tests_source() {
+  local top=$1
+  mkdir -p /opt/nccl-tests && rm -rf /opt/nccl-tests/src && cp -r "$top/vendor-src/nccl-tests" /opt/nccl-tests/src
+}

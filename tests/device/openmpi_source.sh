@@ -15,7 +15,7 @@ cd "$top"
 . tests/device/common.sh
 setup_ansible "$top"
 setup_nccl_home
-mkdir -p /opt/nccl-tests && rm -rf /opt/nccl-tests/src && cp -r vendor-src/nccl-tests /opt/nccl-tests/src
+copy_nccl_tests_source "$top"
 cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 ngpu=$(nvidia-smi -L | grep -c '^GPU ')
 common=(-e ansible_become=false -e "ansible_python_interpreter=$(command -v python3)"

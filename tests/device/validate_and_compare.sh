@@ -14,7 +14,7 @@ cd "$top"
 . tests/device/common.sh
 setup_ansible "$top"
 setup_nccl_home
-mkdir -p /opt/nccl-tests && rm -rf /opt/nccl-tests/src && cp -r vendor-src/nccl-tests /opt/nccl-tests/src
+copy_nccl_tests_source "$top"
 
 runs='[{"name": "all_reduce_perf", "args": "-b 8 -e 4G -f 2", "mode": "single"},
        {"name": "all_reduce_perf", "args": "-b 8 -e 4G -f 2", "mode": "mpirun"}]'
