@@ -207,6 +207,17 @@ def qos_commands(ifname, tool, pfc_priorities, trust, ecn_priorities, rdma_devic
     return steps
 
 
+def qos_step_in_place(step, current, pfc_priorities, trust):
+    """Whether a QoS command of qos_commands() would change nothing: every setting it carries
+    (PFC, trust) equals what was read back. A setting that could not be read (None) counts as
+    different, so the command runs."""
+    argv = step["argv"]
+    carries_pfc = "--pfc" in argv or "prio-pfc" in argv
+    carries_trust = "--trust" in argv or "apptrust" in argv
+    return ((not carries_pfc or (current.get("pfc") is not None and current.get("pfc") == pfc_priorities))
+            and (not carries_trust or (current.get("trust") is not None and current.get("trust") == trust)))
+
+
 def parse_dcb_pfc_json(text):
     """`dcb -j pfc show dev X prio-pfc` -> sorted priorities with PFC on, or None if absent."""
     data = json.loads(text or "{}")

@@ -325,10 +325,8 @@ def _plan_qos(module, plan, ifname, link, pfc, ecn):
     for step in steps:
         if "argv" in step:
             argv = step["argv"]
-            same = (("--pfc" in argv or "prio-pfc" in argv) and current["pfc"] == pfc and
-                    ("--trust" not in argv or current["trust"] == params["trust"]))
             plan.boot.append(step)
-            if not same:
+            if not netconf.qos_step_in_place(step, current, pfc, params["trust"]):
                 plan.steps.append(("%s on %s" % (" ".join(argv[:3]) if tool == "dcb" else "mlnx_qos", ifname), step))
             continue
         _plan_write(plan, step, "ecn" if "/ecn/" in step["path"] else "rdma_cm")

@@ -127,6 +127,22 @@ def test_mlnx_qos_readback(read_fixture):
     assert netconf.parse_mlnx_qos("") == {"trust": None, "pfc": None}
 
 
+def test_qos_commands_compared_with_what_was_read_back():
+    both = {"argv": ["mlnx_qos", "-i", "x", "--trust", "dscp", "--pfc", "0,0,0,1,0,0,0,0"]}
+    trust_only = {"argv": ["mlnx_qos", "-i", "x", "--trust", "dscp"]}
+    read = {"trust": "dscp", "pfc": [3]}
+    assert netconf.qos_step_in_place(both, read, [3], "dscp")
+    assert not netconf.qos_step_in_place(both, read, [3, 4], "dscp")
+    assert not netconf.qos_step_in_place(both, dict(read, trust="pcp"), [3], "dscp")
+    # A trust-only command is in place when the trust matches (it used to run every time).
+    assert netconf.qos_step_in_place(trust_only, read, None, "dscp")
+    dcb_pfc, dcb_trust = netconf.qos_commands("x", "dcb", [3], "dscp", None)
+    assert netconf.qos_step_in_place(dcb_pfc, {"trust": None, "pfc": [3]}, [3], "dscp")
+    # dcb's trust is not read back, so apptrust runs.
+    assert not netconf.qos_step_in_place(dcb_trust, {"trust": None, "pfc": [3]}, [3], "dscp")
+    assert not netconf.qos_step_in_place(dcb_pfc, {"trust": None, "pfc": None}, [], None)
+
+
 def test_dcb_pfc_json():
     assert netconf.parse_dcb_pfc_json('{"prio_pfc":{"0":false,"1":false,"2":false,"3":true,"4":false,'
                                       '"5":false,"6":false,"7":false}}') == [3]
