@@ -21,9 +21,9 @@ export PY_COLORS ?= 0
 
 help:
 	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml"
-	@echo "make test         every test: unit, sanity, ansible-lint, yamllint, build, molecule (timed)"
+	@echo "make test         every test: unit, sanity, ansible-lint, yamllint, build, molecule, lab (timed)"
 	@echo "make lab-destroy  remove the lab containers and network"
-	@echo "make unit | sanity | lint | yamllint | build | molecule   one stage of make test"
+	@echo "make unit | sanity | lint | yamllint | build | molecule | lab-check   one stage of make test"
 	@echo "make bench        parser throughput (rows per second)"
 	@echo "make changelog    render CHANGELOG.rst from changelogs/fragments"
 
@@ -60,7 +60,7 @@ lab-destroy: collection docker
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent
 
 test: collection image
-	@tests/run-stages.sh unit sanity lint yamllint build molecule
+	@tests/run-stages.sh unit sanity lint yamllint build molecule lab
 
 unit sanity lint yamllint build: collection
 	@tests/run-stages.sh $@
@@ -68,7 +68,7 @@ unit sanity lint yamllint build: collection
 molecule: collection image
 	@tests/run-stages.sh $@
 
-# make lab twice on a fresh lab; fails unless the second site.yml run changes nothing (not yet in make test).
+# make lab twice on a fresh lab; fails unless the second site.yml run changes nothing (the lab stage of make test).
 lab-check: collection image
 	@tests/run-stages.sh lab
 
