@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.rdma.plugins.module_utils import chart, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils import chart, slurm, validation
 
 
 def nccl_tests_collect(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=None):
@@ -64,6 +64,25 @@ def perftest_judge(results, min_bw_gbps=None, max_lat_us=None):
                                      None if max_lat_us in (None, "") else float(max_lat_us))
 
 
+def slurm_job_runs(jobs):
+    if not isinstance(jobs, list):
+        raise AnsibleFilterError("gpufabric.rdma.slurm_job_runs expects a list of finished jobs")
+    return slurm.job_runs(jobs)
+
+
+def slurm_jobs_report(finished):
+    if not isinstance(finished, list):
+        raise AnsibleFilterError("gpufabric.rdma.slurm_jobs_report expects a list of finished jobs")
+    return slurm.jobs_report(finished)
+
+
+def slurm_hostlist(expression):
+    try:
+        return slurm.expand_hostlist(expression or "")
+    except slurm.SlurmParseError as exc:
+        raise AnsibleFilterError("gpufabric.rdma.slurm_hostlist: %s" % exc)
+
+
 def perftest_summary(judged):
     return validation.perftest_markdown(judged)
 
@@ -72,4 +91,6 @@ class FilterModule(object):
     def filters(self):
         return {"nccl_tests_collect": nccl_tests_collect, "nccl_tests_judge": nccl_tests_judge, "nccl_tests_summary": nccl_tests_summary,
                 "bandwidth_svg": bandwidth_svg, "mpirun_env_args": mpirun_env_args,
-                "pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary}
+                "pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary,
+                "slurm_job_runs": slurm_job_runs, "slurm_hostlist": slurm_hostlist,
+                "slurm_jobs_report": slurm_jobs_report}

@@ -1,0 +1,296 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: slurm_job
+short_description: Submit a Slurm batch job and wait for it to end
+version_added: 0.1.0
+author: gpufabric.rdma maintainers (@gpufabric)
+description:
+  - Submits a batch script with C(sbatch --parsable) (or takes the id of a job already submitted),
+    then polls C(scontrol show job -o) until the job reaches a final state, and returns where it
+    ran (RV(nodes), RV(batch_host)), how it ended (RV(state), RV(exit_code)) and where its output
+    is (RV(std_out)).
+  - A job that can never start - more nodes than the partition has (C(PartitionNodeLimit)), a time
+    limit above the partition's, features or GRES no node has - is cancelled at once and fails
+    naming the reason, instead of waiting until O(timeout).
+  - A job still running after O(timeout) seconds is cancelled (O(cancel_on_timeout)) and fails.
+  - Once slurmctld has forgotten a finished job (older than C(MinJobAge)), its state is read from
+    C(sacct) when accounting is enabled.
+  - Run it on a host where C(sbatch) and C(scontrol) reach the cluster (a login or controller node).
+    Submitting is always a change; in check mode nothing is submitted.
+options:
+  script:
+    description: Path of the batch script on the host. Exactly one of O(script) and O(job_id).
+    type: path
+  job_id:
+    description: Id of a job already submitted, to wait for instead of submitting.
+    type: str
+  sbatch_args:
+    description: Extra C(sbatch) arguments, one per element (e.g. C(--partition=gpu)).
+    type: list
+    elements: str
+    default: []
+  chdir:
+    description: Directory to submit from (the job's default working directory).
+    type: path
+  wait:
+    description: Wait for the job to end; V(false) returns right after submission.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait for the job to end, counted from submission.
+    type: int
+    default: 3600
+  poll_interval:
+    description: Seconds between two C(scontrol show job) calls.
+    type: int
+    default: 5
+  cancel_on_timeout:
+    description: C(scancel) the job when O(timeout) passes.
+    type: bool
+    default: true
+  fail_on_job_error:
+    description:
+      - Fail when the job ends in any state but C(COMPLETED) with exit code 0.
+      - V(false) returns normally with RV(succeeded=false), so the caller can still read the output.
+    type: bool
+    default: true
+notes:
+  - Supports check mode; with O(script) nothing is submitted, with O(job_id) the job is only read.
+seealso:
+  - name: sbatch
+    description: Slurm's batch submission command.
+    link: https://slurm.schedmd.com/sbatch.html
+"""
+
+EXAMPLES = r"""
+- name: Run the nccl-tests job and wait up to 30 minutes
+  gpufabric.rdma.slurm_job:
+    script: /var/tmp/gpufabric-slurm/nccl-allreduce.sbatch
+    sbatch_args: [--partition=gpu]
+    timeout: 1800
+  register: nccl_job
+
+- name: Show where it ran and where its output is
+  ansible.builtin.debug:
+    msg: "job {{ nccl_job.job_id }} {{ nccl_job.state }} on {{ nccl_job.nodes | join(',') }}, output in {{ nccl_job.std_out }}"
+
+- name: Wait for a job submitted elsewhere, keeping a failed job's facts
+  gpufabric.rdma.slurm_job:
+    job_id: "4711"
+    fail_on_job_error: false
+  register: other_job
+"""
+
+RETURN = r"""
+job_id:
+  description: The job's id.
+  returned: when submitted or given
+  type: str
+  sample: "1"
+submitted:
+  description: Whether this call submitted the job.
+  returned: always
+  type: bool
+state:
+  description: Last state seen (C(COMPLETED), C(FAILED), C(CANCELLED), C(TIMEOUT), C(PENDING) when not waiting, ...).
+  returned: when submitted or given
+  type: str
+  sample: COMPLETED
+succeeded:
+  description: The job ended C(COMPLETED) with exit code 0.
+  returned: when submitted or given
+  type: bool
+reason:
+  description: Slurm's reason for the state (C(NonZeroExitCode), C(Resources), ...), null when none.
+  returned: when submitted or given
+  type: str
+  sample: NonZeroExitCode
+exit_code:
+  description: Exit code of the batch script.
+  returned: when submitted or given
+  type: int
+  sample: 0
+signal:
+  description: Signal that ended the batch script (15 after C(scancel)), 0 when none.
+  returned: when submitted or given
+  type: int
+nodes:
+  description: Host names of the job's nodes, its NodeList expanded.
+  returned: when submitted or given
+  type: list
+  elements: str
+  sample: [gpu-a08, gpu-a09]
+node_list:
+  description: The NodeList as Slurm prints it.
+  returned: when submitted or given
+  type: str
+  sample: gpu-a[08-09]
+batch_host:
+  description: Node that ran the batch script, where its output file is unless on shared storage.
+  returned: when submitted or given
+  type: str
+std_out:
+  description: Path of the job's standard output file, as the job sees it.
+  returned: when submitted or given
+  type: str
+  sample: /tmp/nccl-allreduce-1.out
+std_err:
+  description: Path of the job's standard error file.
+  returned: when submitted or given
+  type: str
+run_time_s:
+  description: Seconds the job ran, as Slurm counts.
+  returned: when submitted or given
+  type: int
+waited_s:
+  description: Seconds this call waited.
+  returned: always
+  type: float
+timed_out:
+  description: The job had not ended after O(timeout).
+  returned: always
+  type: bool
+record:
+  description: Every field of the last C(scontrol show job) (or C(sacct)) reading.
+  returned: when submitted or given
+  type: dict
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
+
+
+def _first_line(*texts):
+    for text in texts:
+        for line in (text or "").splitlines():
+            if line.strip():
+                return line.strip()
+    return "no output"
+
+
+class SlurmJob(object):
+    def __init__(self, module):
+        self.module = module
+        self.scontrol = module.get_bin_path("scontrol", required=True)
+
+    def read(self, job_id):
+        """The job's summary, from slurmctld or else from accounting; None when neither knows it."""
+        rc, out, err = self.module.run_command([self.scontrol, "show", "job", "-o", job_id])
+        if rc == 0 and out.strip():
+            record = slurm.parse_job_record(out)
+        else:
+            sacct = self.module.get_bin_path("sacct")
+            if not sacct:
+                return None, _first_line(err, out)
+            rc2, out2, err2 = self.module.run_command(
+                [sacct, "-j", job_id, "-X", "-n", "-P", "-o", ",".join(slurm.SACCT_FIELDS)])
+            record = slurm.parse_sacct(out2, job_id) if rc2 == 0 else None
+            if record is None:
+                return None, "%s; sacct: %s" % (_first_line(err, out), _first_line(err2, out2))
+        summary = slurm.job_summary(record)
+        summary["record"] = record
+        return summary, None
+
+    def cancel(self, job_id):
+        scancel = self.module.get_bin_path("scancel")
+        if scancel:
+            self.module.run_command([scancel, job_id])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            script=dict(type="path"),
+            job_id=dict(type="str"),
+            sbatch_args=dict(type="list", elements="str", default=[]),
+            chdir=dict(type="path"),
+            wait=dict(type="bool", default=True),
+            timeout=dict(type="int", default=3600),
+            poll_interval=dict(type="int", default=5),
+            cancel_on_timeout=dict(type="bool", default=True),
+            fail_on_job_error=dict(type="bool", default=True),
+        ),
+        required_one_of=[("script", "job_id")],
+        mutually_exclusive=[("script", "job_id")],
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["timeout"] < 1:
+        module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
+    if params["poll_interval"] < 1:
+        module.fail_json(msg="poll_interval must be at least 1 second, got %d" % params["poll_interval"])
+    job_id = params["job_id"]
+    if job_id is not None and not job_id.isdigit():
+        module.fail_json(msg="job_id must be a Slurm job number, got %r" % job_id)
+    started = time.time()
+    result = dict(changed=False, submitted=False, timed_out=False, waited_s=0.0)
+
+    if params["script"]:
+        script = params["script"]
+        if not os.path.isfile(script):
+            module.fail_json(msg="batch script %s does not exist on this host" % script, **result)
+        if module.check_mode:
+            module.exit_json(changed=True, submitted=False, timed_out=False, waited_s=0.0,
+                             msg="would submit %s" % script)
+        sbatch = module.get_bin_path("sbatch")
+        if not sbatch:
+            module.fail_json(msg="sbatch is not on this host's PATH: run the task on a Slurm login or "
+                                 "controller node (slurm-client installed)", **result)
+        rc, out, err = module.run_command([sbatch, "--parsable"] + params["sbatch_args"] + [script],
+                                          cwd=params["chdir"])
+        if rc != 0:
+            module.fail_json(msg="sbatch refused %s: %s" % (script, _first_line(err, out)), rc=rc,
+                             stdout=out, stderr=err, **result)
+        try:
+            job_id, cluster = slurm.parse_submit(out)
+        except slurm.SlurmParseError as exc:
+            module.fail_json(msg=str(exc), stdout=out, stderr=err, **result)
+        result.update(changed=True, submitted=True, job_id=job_id, cluster=cluster)
+    else:
+        result["job_id"] = job_id
+
+    jobs = SlurmJob(module)
+    while True:
+        summary, why = jobs.read(job_id)
+        result["waited_s"] = round(time.time() - started, 1)
+        if summary is None:
+            module.fail_json(msg="job %s is unknown to Slurm: %s" % (job_id, why), **result)
+        result.update(summary)
+        if summary["never_starts"]:
+            if result["submitted"]:
+                jobs.cancel(job_id)
+            module.fail_json(msg="job %s can never start: PENDING (%s): %s%s" % (
+                job_id, summary["reason"], summary["never_starts"],
+                "; cancelled it" if result["submitted"] else ""), **result)
+        if summary["terminal"] or not params["wait"]:
+            break
+        if time.time() - started >= params["timeout"]:
+            result["timed_out"] = True
+            if params["cancel_on_timeout"]:
+                jobs.cancel(job_id)
+            module.fail_json(msg="job %s still %s after %d s%s" % (
+                job_id, summary["state"], params["timeout"],
+                "; cancelled it" if params["cancel_on_timeout"] else ""), **result)
+        time.sleep(min(params["poll_interval"], max(1, params["timeout"] - (time.time() - started))))
+
+    if summary["terminal"] and not summary["succeeded"] and params["fail_on_job_error"]:
+        module.fail_json(msg="job %s ended %s (exit code %s, signal %s, reason %s); its output: %s on %s" % (
+            job_id, summary["state"], summary["exit_code"], summary["signal"], summary["reason"],
+            summary["std_out"], summary["batch_host"]), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
