@@ -44,3 +44,38 @@ def lab_facts():
 def fixture_file():
     """Path of a file or tree under tests/unit/fixtures (for readers that take paths)."""
     return fixture_path
+
+
+# Kubernetes versions every rendered manifest must validate against (strict: unknown fields fail):
+# the oldest ACK still supports and the newest the bundled schemas know.
+KUBERNETES_VERSIONS = ("1.28.0", "1.37.0")
+KUBEFLOW_KINDS = {"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs", "TFJob": "tfReplicaSpecs"}
+
+
+def validate_manifest(manifest):
+    """Validate one manifest with the Kubernetes schemas (kubernetes-validate, offline).
+
+    Core kinds are validated whole. Kubeflow kinds are custom resources the bundled schemas do
+    not know: their replica specs are checked for shape and each pod template is validated as a
+    core PodTemplate, which is what the operator turns it into.
+    """
+    import kubernetes_validate
+
+    for version in KUBERNETES_VERSIONS:
+        if manifest["kind"] not in KUBEFLOW_KINDS:
+            kubernetes_validate.validate(manifest, version, strict=True)
+            continue
+        assert manifest["apiVersion"].startswith("kubeflow.org/")
+        replicas = manifest["spec"][KUBEFLOW_KINDS[manifest["kind"]]]
+        assert replicas, "no replica specs"
+        for role, spec in replicas.items():
+            assert set(spec) <= {"replicas", "restartPolicy", "template"}, spec.keys()
+            assert isinstance(spec["replicas"], int) and spec["replicas"] >= 1
+            kubernetes_validate.validate({"apiVersion": "v1", "kind": "PodTemplate",
+                                          "metadata": {"name": "%s-%s" % (manifest["metadata"]["name"], role.lower())},
+                                          "template": spec["template"]}, version, strict=True)
+
+
+@pytest.fixture
+def kube_validate():
+    return validate_manifest

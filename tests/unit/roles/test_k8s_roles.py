@@ -1,0 +1,85 @@
+"""The device_plugin and k8s_workloads roles for real (ansible-playbook, no cluster): every file
+they write is a manifest the Kubernetes schemas accept, built from the node's discovery record."""
+
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma
+
+HERE = os.path.dirname(__file__)
+
+
+def _run(tmp_path, read_fixture, extra):
+    devices = rdma.parse_ibv_devinfo(read_fixture("ibv_devinfo", "erdma_seed002.txt"))
+    inventory = {"all": {"children": {"gpu_nodes": {"hosts": {"ebmgn8v-0": {
+        "ansible_connection": "local",
+        "discovery_node": {"rdma_devices": devices, "gpu": {"count": 8},
+                           "nccl": {"env": {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_GID_INDEX": "1"}}}}}}}}}
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    variables = {"device_plugin_manifest_dir": str(tmp_path), "k8s_workloads_manifest_dir": str(tmp_path)}
+    variables.update(extra)
+    proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.json"), os.path.join(HERE, "k8s_render.yml"),
+                           "-e", json.dumps(variables)], capture_output=True, text=True, timeout=180, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+WORKLOADS = [
+    {"name": "dep-demo-hpn-gpu", "kind": "acs_deployment", "image": "registry-cn-wulanchabu.ack.aliyuncs.com/acs/stress:v1.0.4",
+     "gpu_model_series": "GU8TF"},
+    {"name": "ddp-resnet50", "kind": "pytorchjob", "image": "pytorch:24.10", "workers": 2,
+     "command": ["torchrun", "--nproc_per_node=8", "/opt/benchmark.py"]},
+    {"name": "nccl-allreduce", "kind": "mpijob", "image": "nccl-tests:2.19", "workers": 2, "gpus_per_worker": 8},
+    {"name": "tf-ps-benchmark", "kind": "tfjob", "image": "registry.cn-beijing.aliyuncs.com/acs/tf-benchmark:1.0",
+     "command": ["python", "tf_cnn_benchmarks.py", "--server_protocol=grpc+verbs"]},
+]
+
+
+@pytest.mark.parametrize("plugin", ["erdma", "shared"])
+def test_roles_write_valid_manifests_from_facts(tmp_path, read_fixture, kube_validate, plugin):
+    rc, out = _run(tmp_path, read_fixture, {"device_plugin_type": plugin, "k8s_workloads_list": WORKLOADS,
+                                            "k8s_workloads_rdma_resource": "aliyun/erdma"})
+    assert rc == 0, out[-3000:]
+    with open(tmp_path / ("rdma-device-plugin-%s.yaml" % plugin)) as handle:
+        plugin_docs = [d for d in yaml.safe_load_all(handle) if d]
+    assert [d["kind"] for d in plugin_docs] == ["ConfigMap", "DaemonSet"]
+    workload_files = sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".yaml") and "device-plugin" not in p.name)
+    assert workload_files == ["deployment-dep-demo-hpn-gpu.yaml", "mpijob-nccl-allreduce.yaml",
+                              "pytorchjob-ddp-resnet50.yaml", "tfjob-tf-ps-benchmark.yaml"]
+    docs = plugin_docs
+    for name in workload_files:
+        with open(tmp_path / name) as handle:
+            docs.append(yaml.safe_load(handle))
+    for doc in docs:
+        kube_validate(doc)
+    mpijob = next(d for d in docs if d["kind"] == "MPIJob")
+    worker = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    # The node's NCCL environment from discovery, and the RDMA resource asked for.
+    assert worker["env"] == [{"name": "NCCL_IB_GID_INDEX", "value": "1"}, {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}]
+    assert worker["resources"]["limits"]["aliyun/erdma"] == 1
+    labels = json.loads((tmp_path / "labels.json").read_text())
+    assert labels["ebmgn8v-0"]["aliyun.accelerator/erdma"] == "true"
+    assert labels["ebmgn8v-0"]["gpufabric.io/rdma-active-devices"] == "1"
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"device_plugin_type": "sriov"}, "sriov"),
+    ({"device_plugin_type": "shared", "device_plugin_selectors": {"pciAddress": ["0000:3b:00.0"]}},
+     "unknown device selector pciAddress"),
+    ({"k8s_workloads_list": [{"name": "x", "kind": "mpijob", "image": "i", "gpus": 8}]}, "does not take gpus"),
+    ({"k8s_workloads_list": [{"name": "TF", "kind": "tfjob", "image": "i", "command": []}]}, "name must be a DNS label"),
+], ids=["unknown-plugin", "unknown-selector", "unknown-option", "bad-name"])
+def test_bad_input_fails_before_writing(tmp_path, read_fixture, extra, message):
+    rc, out = _run(tmp_path, read_fixture, extra)
+    assert rc != 0
+    assert message in out
+    # Each role renders everything before it writes: a bad plugin setting writes no plugin file,
+    # a bad workload no workload file.
+    written = [p.name for p in tmp_path.iterdir() if p.name.endswith(".yaml")]
+    if "device_plugin_type" in extra:
+        assert written == []
+    else:
+        assert written == ["rdma-device-plugin-erdma.yaml"]
