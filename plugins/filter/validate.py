@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.rdma.plugins.module_utils import chart, slurm, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, chart, slurm, validation
 
 
 def nccl_tests_collect(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=None):
@@ -70,6 +70,21 @@ def slurm_job_runs(jobs):
     return slurm.job_runs(jobs)
 
 
+def burnin_rounds(hosts):
+    if not isinstance(hosts, list):
+        raise AnsibleFilterError("gpufabric.rdma.burnin_rounds expects a list of hosts")
+    try:
+        return [[list(pair) for pair in pairs] for pairs in burnin.rounds(hosts)]
+    except ValueError as exc:
+        raise AnsibleFilterError("gpufabric.rdma.burnin_rounds: %s" % exc)
+
+
+def burnin_rank(results, tolerance=0.1):
+    if not isinstance(results, list):
+        raise AnsibleFilterError("gpufabric.rdma.burnin_rank expects a list of {a, b, busbw}")
+    return burnin.rank(results, float(tolerance))
+
+
 def slurm_jobs_report(finished):
     if not isinstance(finished, list):
         raise AnsibleFilterError("gpufabric.rdma.slurm_jobs_report expects a list of finished jobs")
@@ -93,4 +108,4 @@ class FilterModule(object):
                 "bandwidth_svg": bandwidth_svg, "mpirun_env_args": mpirun_env_args,
                 "pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary,
                 "slurm_job_runs": slurm_job_runs, "slurm_hostlist": slurm_hostlist,
-                "slurm_jobs_report": slurm_jobs_report}
+                "slurm_jobs_report": slurm_jobs_report, "burnin_rounds": burnin_rounds, "burnin_rank": burnin_rank}

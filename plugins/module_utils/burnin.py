@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Burn-in: pair every host with every other in few rounds, then name slow hosts and bad links
+from the pair bandwidths. Pure functions, standard library only."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+def rounds(hosts):
+    """Round-robin schedule (circle method): every pair of hosts meets exactly once.
+
+    N hosts give N-1 rounds when N is even (every host in a pair every round) and N rounds when
+    N is odd (one host rests each round, each host once). Within a round no host is in two pairs,
+    so a round's pairs run in parallel. Returns [[(a, b), ...], ...].
+    """
+    hosts = list(hosts)
+    if len(set(hosts)) != len(hosts):
+        raise ValueError("hosts must be unique: %s" % ", ".join(sorted(h for h in set(hosts) if hosts.count(h) > 1)))
+    if len(hosts) < 2:
+        return []
+    ring = hosts + ([None] if len(hosts) % 2 else [])
+    count = len(ring)
+    schedule = []
+    for _round in range(count - 1):
+        pairs = []
+        for i in range(count // 2):
+            a, b = ring[i], ring[count - 1 - i]
+            if a is not None and b is not None:
+                pairs.append((a, b))
+        schedule.append(pairs)
+        # Keep the first host fixed and turn the others one place.
+        ring = [ring[0], ring[-1]] + ring[1:-1]
+    return schedule
+
+
+def _median(values):
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
+def rank(results, tolerance=0.1):
+    """Pair bandwidths -> hosts and links ranked, with the outliers named.
+
+    ``results``: [{'a', 'b', 'busbw'}] (busbw None for a failed pair). A host is slow when the
+    median of its pairs is more than ``tolerance`` below the median of all hosts' medians; a link
+    is bad when its busbw is more than ``tolerance`` below the lower of what its two hosts reach
+    over their other links (the link, not the hosts, is the problem) or when it failed.
+    """
+    by_host = {}
+    for result in results:
+        for host in (result["a"], result["b"]):
+            by_host.setdefault(host, [])
+            if result.get("busbw") is not None:
+                by_host[host].append(float(result["busbw"]))
+    medians = dict((host, _median(values)) for host, values in by_host.items())
+    known = [m for m in medians.values() if m is not None]
+    cluster = _median(known)
+    hosts = []
+    for host in sorted(by_host, key=lambda h: (medians[h] is None, -(medians[h] or 0), h)):
+        median = medians[host]
+        slow = median is None or (cluster is not None and median < cluster * (1 - tolerance))
+        hosts.append({"host": host, "median_busbw": median, "pairs": len(by_host[host]), "slow": slow})
+    links = []
+    for index, result in enumerate(results):
+        # What each end reaches with everyone else: a link slower than the slower end's usual
+        # figure is the link's fault, not the hosts'.
+        expected = []
+        for host in (result["a"], result["b"]):
+            others = [float(r["busbw"]) for i, r in enumerate(results)
+                      if i != index and host in (r["a"], r["b"]) and r.get("busbw") is not None]
+            if others:
+                expected.append(_median(others))
+        busbw = result.get("busbw")
+        bad = busbw is None or (bool(expected) and busbw < min(expected) * (1 - tolerance))
+        links.append({"a": result["a"], "b": result["b"], "busbw": busbw, "bad": bad})
+    links.sort(key=lambda link: (link["busbw"] is not None, link["busbw"] or 0))
+    return {"cluster_median_busbw": cluster, "hosts": hosts, "links": links,
+            "slow_hosts": [h["host"] for h in hosts if h["slow"]],
+            "bad_links": ["%s-%s" % (link["a"], link["b"]) for link in links if link["bad"]]}

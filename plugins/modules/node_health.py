@@ -1,0 +1,251 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_health
+short_description: Health findings of a GPU/RDMA node - lost GPUs, Xid and ECC errors, ports down, counters, drift
+version_added: 0.1.0
+author: gpufabric.rdma maintainers (@gpufabric)
+description:
+  - Reads the node and returns one list of RV(findings), each with C(check), C(severity)
+    (C(critical), C(warning), C(info)), C(target), C(detail) and C(fix_hint), worst first.
+  - B(GPUs) - fewer GPUs than O(expected_gpu_count) (a GPU lost or fallen off the bus); Xid events in the
+    kernel log since boot (C(journalctl -k -b), else C(dmesg)), repeats folded, rated from NVIDIA's Xid
+    catalog (application Xids are C(info), Xid 48/79/95/119 and others C(critical)), a GPU that fell off
+    the bus without an Xid line counted as Xid 79; uncorrectable ECC errors, row remapping pending or
+    failed, page retirement pending or more than O(max_retired_pages) retired pages (C(nvidia-smi -q -x)).
+  - B(RDMA) - fewer devices than O(expected_rdma_devices), ports not ACTIVE, ports below
+    O(min_port_rate_gbps), InfiniBand error counters (C(link_downed), C(symbol_error), ...) rising
+    between two readings O(counter_interval) seconds apart.
+  - B(Configuration) - RDMA netdevs whose MTU is not O(expected_mtu), C(nvidia_peermem) not loaded
+    when O(require_peermem), O(nccl_conf) differing from O(expected_nccl_env) (the deployed profile).
+  - Read-only - never changes the node; supports check mode.
+options:
+  expected_gpu_count:
+    description: GPUs the node should have; unset skips the check.
+    type: int
+  expected_rdma_devices:
+    description: RDMA devices the node should have; unset skips the check.
+    type: int
+  min_port_rate_gbps:
+    description: Lowest acceptable rate of an ACTIVE port, in Gb/s.
+    type: float
+  expected_mtu:
+    description: MTU every RDMA netdev should have (e.g. 9000).
+    type: int
+  require_peermem:
+    description: Report a GPU node without C(nvidia_peermem) (or C(nv_peer_mem)) loaded.
+    type: bool
+    default: false
+  expected_nccl_env:
+    description: The NCCL variables the deployed profile sets; compared with O(nccl_conf) when given.
+    type: dict
+  nccl_conf:
+    description: The NCCL configuration file to compare.
+    type: path
+    default: /etc/nccl.conf
+  counter_interval:
+    description: Seconds between the two readings of the port error counters; 0 reads once (no rise check).
+    type: int
+    default: 0
+  xid_ignore:
+    description: Xid codes to leave out (e.g. application Xids 13, 31, 43 on a shared cluster).
+    type: list
+    elements: int
+    default: []
+  max_retired_pages:
+    description: More retired pages than this on one GPU is critical (NVIDIA's RMA guideline is 60 on older GPUs).
+    type: int
+    default: 60
+  kernel_log:
+    description: Read the kernel log from this file instead of C(journalctl -k -b) / C(dmesg).
+    type: path
+  nvidia_smi_path:
+    description: nvidia-smi to run; default the one on PATH.
+    type: path
+  sysfs_root:
+    description: Root of the sysfs tree (a captured tree in tests).
+    type: path
+    default: /sys
+  procfs_root:
+    description: Root of procfs (for C(modules)).
+    type: path
+    default: /proc
+notes:
+  - Supports check mode. Without nvidia-smi the node counts 0 GPUs (a finding only when O(expected_gpu_count) says it
+    should have some).
+seealso:
+  - name: NVIDIA Xid errors
+    description: What each Xid code means.
+    link: https://docs.nvidia.com/deploy/xid-errors/index.html
+"""
+
+EXAMPLES = r"""
+- name: Check every node against what it should have
+  gpufabric.rdma.node_health:
+    expected_gpu_count: 8
+    expected_rdma_devices: 2
+    expected_mtu: 9000
+    require_peermem: true
+    counter_interval: 10
+    expected_nccl_env: "{{ discovery_node.nccl.env }}"
+  register: health
+
+- name: Fail on critical findings
+  ansible.builtin.assert:
+    that: health.counts.critical == 0
+    fail_msg: "{{ health.findings | selectattr('severity', 'eq', 'critical') | map(attribute='detail') | join('; ') }}"
+"""
+
+RETURN = r"""
+findings:
+  description: What is wrong, worst first.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - check: gpu_xid
+      severity: critical
+      target: gpu-7/GPU 0000:b3:00
+      detail: "Xid 79 (GPU has fallen off the bus) x1: GPU has fallen off the bus (no Xid line)"
+      fix_hint: drain the node and reboot; reseat or replace the GPU, check power and PCIe
+counts:
+  description: Number of findings per severity.
+  returned: always
+  type: dict
+  sample: {critical: 1, warning: 0, info: 2}
+healthy:
+  description: No critical and no warning finding.
+  returned: always
+  type: bool
+observed:
+  description: What was read - gpu_count, rdma_devices, xid_events, port counters, kernel_log_source.
+  returned: always
+  type: dict
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.rdma.plugins.module_utils import files, gpu, health, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
+
+
+def _kernel_log(module):
+    path = module.params["kernel_log"]
+    if path:
+        text = files.read_text(path)
+        if text is None:
+            module.fail_json(msg="kernel_log %s cannot be read" % path)
+        return text, path
+    for command in (["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"], ["dmesg", "-T"], ["dmesg"]):
+        binary = module.get_bin_path(command[0])
+        if not binary:
+            continue
+        rc, out, err = module.run_command([binary] + command[1:])
+        if rc == 0 and out.strip():
+            return out, " ".join(command)
+    return None, None
+
+
+def _gpus(module):
+    smi = module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi")
+    if not smi:
+        return 0, [], "nvidia-smi not found"
+    rc, out, err = module.run_command([smi, "-q", "-x"])
+    if rc != 0:
+        return 0, [], "nvidia-smi -q -x exited %d: %s" % (rc, (err or out).strip().splitlines()[:1])
+    try:
+        parsed = gpu.parse_nvidia_smi_xml(out)
+        return parsed["count"], health.parse_gpu_memory_health(out), None
+    except (gpu.GpuParseError, ValueError) as exc:
+        return 0, [], str(exc)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            expected_gpu_count=dict(type="int"),
+            expected_rdma_devices=dict(type="int"),
+            min_port_rate_gbps=dict(type="float"),
+            expected_mtu=dict(type="int"),
+            require_peermem=dict(type="bool", default=False),
+            expected_nccl_env=dict(type="dict"),
+            nccl_conf=dict(type="path", default="/etc/nccl.conf"),
+            counter_interval=dict(type="int", default=0),
+            xid_ignore=dict(type="list", elements="int", default=[]),
+            max_retired_pages=dict(type="int", default=60),
+            kernel_log=dict(type="path"),
+            nvidia_smi_path=dict(type="path"),
+            sysfs_root=dict(type="path", default="/sys"),
+            procfs_root=dict(type="path", default="/proc"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for name in ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages"):
+        if p[name] is not None and p[name] < 0:
+            module.fail_json(msg="%s must not be negative, got %d" % (name, p[name]))
+    if p["counter_interval"] > 600:
+        module.fail_json(msg="counter_interval is at most 600 seconds, got %d" % p["counter_interval"])
+    host = os.uname()[1]
+    found = []
+
+    gpu_count, memory, gpu_error = _gpus(module)
+    found += health.gpu_memory_findings(host, memory, p["max_retired_pages"])
+
+    log_text, log_source = _kernel_log(module)
+    events = health.parse_xid_events(log_text) if log_text else []
+    found += health.xid_findings(host, events, set(p["xid_ignore"]))
+    if log_text is None:
+        found.append(finding("kernel_log", "info", host, "the kernel log could not be read (journalctl, dmesg)",
+                             "run as root, or give kernel_log"))
+
+    devices = rdma.read_sysfs(p["sysfs_root"])
+    netdevs = sorted(set(port["netdev"] for d in devices for port in d.get("ports") or [] if port.get("netdev")))
+    mtus = {}
+    for netdev in netdevs:
+        value = files.read_attr(os.path.join(p["sysfs_root"], "class", "net", netdev, "mtu"))
+        if value and value.isdigit():
+            mtus[netdev] = int(value)
+    peermem = gpu.parse_peermem(files.read_text(os.path.join(p["procfs_root"], "modules")) or "")
+    found += health.inventory_findings(host, gpu_count, devices, peermem["loaded"], mtus, {
+        "gpu_count": p["expected_gpu_count"], "rdma_devices": p["expected_rdma_devices"],
+        "port_rate_gbps": p["min_port_rate_gbps"], "mtu": p["expected_mtu"], "peermem": p["require_peermem"]})
+
+    before = health.read_port_counters(p["sysfs_root"])
+    after = before
+    if p["counter_interval"] and before:
+        time.sleep(p["counter_interval"])
+        after = health.read_port_counters(p["sysfs_root"])
+        found += health.counter_findings(host, health.rising_counters(before, after), p["counter_interval"])
+
+    if p["expected_nccl_env"] is not None:
+        deployed = files.read_text(p["nccl_conf"])
+        if deployed is None:
+            found.append(finding("nccl_env_drift", "warning", "%s:%s" % (host, p["nccl_conf"]), "the file is missing",
+                                 "re-run the nccl_env role"))
+        else:
+            found += health.nccl_drift_findings(host, health.parse_nccl_conf(deployed), p["expected_nccl_env"],
+                                                p["nccl_conf"])
+
+    found = health.sort_findings(found)
+    counts = dict((s, sum(1 for f in found if f["severity"] == s)) for s in ("critical", "warning", "info"))
+    module.exit_json(changed=False, findings=found, counts=counts,
+                     healthy=counts["critical"] == 0 and counts["warning"] == 0,
+                     observed={"host": host, "gpu_count": gpu_count, "gpu_error": gpu_error,
+                               "rdma_devices": [d["name"] for d in devices], "netdev_mtus": mtus,
+                               "peermem": peermem, "xid_events": events, "kernel_log_source": log_source,
+                               "port_counters": after})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""node_health for real (ansible localhost, the module on this machine) on captured inputs:
+the seed 002 eRDMA sysfs tree, a real kernel log, the 8x H200 nvidia-smi capture."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
+
+
+def fixture_path(*parts):
+    return os.path.join(FIXTURES, *parts)
+
+
+@pytest.fixture
+def node(tmp_path):
+    sysfs = tmp_path / "sys"
+    shutil.copytree(fixture_path("sysfs", "erdma"), sysfs)
+    (sysfs / "class" / "net" / "eth1" / "mtu").write_text("1500\n")
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    shutil.copy(fixture_path("nvidia_smi", "q_h200x8.xml"), capture / "q.xml")
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "modules").write_text("nvidia_peermem 16384 0 - Live 0x0000000000000000\nib_core 462848 9 - Live 0x0\n")
+    return tmp_path
+
+
+def _run(node, **args):
+    args.setdefault("sysfs_root", str(node / "sys"))
+    args.setdefault("procfs_root", str(node / "proc"))
+    args.setdefault("nvidia_smi_path", os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi"))
+    env = dict(os.environ, NVIDIA_SMI_CAPTURE=str(node / "capture"), ANSIBLE_STDOUT_CALLBACK="json",
+               ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+    proc = subprocess.run(["ansible", "localhost", "-m", "gpufabric.rdma.node_health", "-a", json.dumps(args)],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return result
+
+
+def test_healthy_node(node):
+    result = _run(node, expected_gpu_count=8, expected_rdma_devices=1, expected_mtu=1500, require_peermem=True,
+                  kernel_log=fixture_path("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"), xid_ignore=[13, 109])
+    assert result.get("failed") is not True, result
+    assert (result["healthy"], result["findings"], result["changed"]) == (True, [], False)
+    assert result["observed"]["gpu_count"] == 8 and result["observed"]["rdma_devices"] == ["erdma_0"]
+
+
+def test_faulty_node(node):
+    (node / "sys" / "class" / "infiniband" / "erdma_0" / "ports" / "1" / "state").write_text("1: DOWN\n")
+    result = _run(node, expected_gpu_count=8, expected_rdma_devices=2, expected_mtu=9000,
+                  kernel_log=fixture_path("kernel_log", "dmesg_fallen_off_bus_no_xid_nvsentinel155.txt"))
+    checks = [(f["severity"], f["check"]) for f in result["findings"]]
+    assert checks == [("critical", "gpu_xid"), ("critical", "rdma_device_count"), ("critical", "rdma_port_state"),
+                      ("warning", "mtu")]
+    assert result["counts"] == {"critical": 3, "warning": 1, "info": 0} and result["healthy"] is False
+    assert result["findings"][0]["target"].endswith("/GPU 0000:b3:00")
+
+
+def test_bad_input_names_the_value(node):
+    result = _run(node, counter_interval=-5)
+    assert result["failed"] is True
+    assert result["msg"] == "counter_interval must not be negative, got -5"

@@ -1,0 +1,108 @@
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import health, rdma
+
+
+def test_xids_from_a_production_node(read_fixture):
+    events = health.parse_xid_events(read_fixture("kernel_log", "dmesg_T_xid_43_31_94_akash244.txt"))
+    assert [(e["pci"], e["xid"], e["count"]) for e in events] == [
+        ("0000:00:05", 43, 2), ("0000:00:07", 31, 1), ("0000:00:08", 94, 1)]
+    assert events[0]["processes"] == ["pt_main_thread (1045242)", "pt_main_thread (1084984)"]
+    assert events[2]["processes"] == []  # pid='<unknown>'
+    assert events[2]["detail"].startswith("pid='<unknown>', name=<unknown>, Contained: SM (0x1)")
+    found = health.xid_findings("node4", events)
+    assert [(f["severity"], f["target"]) for f in found] == [
+        ("info", "node4/GPU 0000:00:05"), ("info", "node4/GPU 0000:00:07"), ("warning", "node4/GPU 0000:00:08")]
+    assert "contained ECC error" in found[2]["detail"]
+
+
+def test_gpu_fallen_off_the_bus_without_an_xid_line(read_fixture):
+    (event,) = health.parse_xid_events(read_fixture("kernel_log", "dmesg_fallen_off_bus_no_xid_nvsentinel155.txt"))
+    assert (event["pci"], event["xid"]) == ("0000:b3:00", 79)
+    (found,) = health.xid_findings("gpu-7", [event])
+    assert (found["check"], found["severity"]) == ("gpu_xid", "critical")
+    assert "fallen off the bus" in found["detail"]
+
+
+def test_xid_45_names_its_nvlink_cause(read_fixture):
+    events = health.parse_xid_events(read_fixture("kernel_log", "journal_xid_45_after_149_ogkm1150.txt"))
+    assert [(e["pci"], e["count"], e["caused_by"]) for e in events] == [
+        ("0000:dc:00", 2, [149]), ("0000:ed:00", 2, [145]), ("0000:ba:00", 2, [145]), ("0000:97:00", 1, [145])]
+    assert "[caused by Xid 149]" in health.xid_findings("n", events)[0]["detail"]
+
+
+def test_application_xids_and_ignore_list(read_fixture):
+    events = health.parse_xid_events(read_fixture("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"))
+    assert [(e["xid"], e["count"]) for e in events] == [(13, 3), (109, 1)]
+    assert [f["severity"] for f in health.xid_findings("n", events)] == ["info", "warning"]
+    assert health.xid_findings("n", events, ignore=(13, 109)) == []
+
+
+def test_healthy_h200_memory(read_fixture):
+    gpus = health.parse_gpu_memory_health(read_fixture("nvidia_smi", "q_h200x8.xml"))
+    assert len(gpus) == 8 and gpus[0]["remap_pending"] is False and gpus[0]["remapped_uncorrectable"] == 0
+    assert health.gpu_memory_findings("h200", gpus) == []
+
+
+def test_remap_failure_and_pending(read_fixture):
+    # The real H200 capture with two GPUs' remapper state changed (values nvidia-smi prints).
+    text = read_fixture("nvidia_smi", "q_h200x8.xml")
+    text = text.replace("<remapped_row_failure>No</remapped_row_failure>", "<remapped_row_failure>Yes</remapped_row_failure>", 1)
+    second = text.index("<remapped_row_pending>No</remapped_row_pending>", text.index("<remapped_row_failure>Yes"))
+    text = text[:second] + "<remapped_row_pending>Yes</remapped_row_pending>" + text[second + len("<remapped_row_pending>No</remapped_row_pending>"):]
+    gpus = health.parse_gpu_memory_health(text)
+    found = health.gpu_memory_findings("h200", gpus)
+    assert [(f["check"], f["severity"], f["target"]) for f in found] == [
+        ("gpu_row_remap", "critical", "h200/GPU %s" % gpus[0]["pci"]),
+        ("gpu_row_remap", "warning", "h200/GPU %s" % gpus[1]["pci"])]
+
+
+def _counters(tmp_path, values):
+    for port, counters in values.items():
+        device, number = port.split("/")
+        folder = tmp_path / "class" / "infiniband" / device / "ports" / number / "counters"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, value in counters.items():
+            (folder / name).write_text("%d\n" % value)
+    return health.read_port_counters(str(tmp_path))
+
+
+def test_counters_rising_between_readings(tmp_path):
+    before = _counters(tmp_path, {"mlx5_0/1": {"link_downed": 2, "symbol_error": 10, "port_rcv_errors": 0}})
+    after = _counters(tmp_path, {"mlx5_0/1": {"link_downed": 3, "symbol_error": 10, "port_rcv_errors": 0}})
+    assert health.rising_counters(before, after) == [("mlx5_0/1", "link_downed", 2, 3)]
+    (found,) = health.counter_findings("n1", health.rising_counters(before, after), 30)
+    assert (found["severity"], found["target"], found["detail"]) == (
+        "critical", "n1/mlx5_0/1", "link_downed rose from 2 to 3 in 30 s")
+
+
+def test_inventory_against_expectations(read_fixture):
+    devices = rdma.parse_ibv_devinfo(read_fixture("ibv_devinfo", "erdma_seed002.txt"))
+    found = health.inventory_findings("ebmgn8v", 7, devices, False, {"eth1": 1500, "eth2": 9000},
+                                      {"gpu_count": 8, "rdma_devices": 3, "mtu": 9000, "peermem": True})
+    checks = [(f["check"], f["severity"], f["target"]) for f in found]
+    assert checks == [
+        ("gpu_count", "critical", "ebmgn8v"),
+        ("rdma_device_count", "critical", "ebmgn8v"),
+        ("rdma_port_state", "critical", "ebmgn8v/rocep156s0/1"),
+        ("mtu", "warning", "ebmgn8v:eth1"),
+        ("peermem", "warning", "ebmgn8v"),
+    ]
+    assert found[0]["detail"] == "7 of 8 expected GPUs found"
+    assert health.inventory_findings("ok", 8, [], True, {}, {}) == []
+
+
+def test_nccl_conf_drift():
+    deployed = health.parse_nccl_conf("# written by gpufabric.rdma\nNCCL_SOCKET_IFNAME=eth0\nNCCL_IB_HCA=mlx5_1\nNCCL_DEBUG=INFO\n")
+    found = health.nccl_drift_findings("n", deployed, {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "mlx5",
+                                                       "NCCL_IB_GID_INDEX": "3"})
+    assert [(f["severity"], f["detail"]) for f in found] == [
+        ("warning", "NCCL_IB_GID_INDEX is missing (the profile sets NCCL_IB_GID_INDEX=3)"),
+        ("warning", "NCCL_IB_HCA=mlx5_1, the profile sets mlx5"),
+        ("info", "set by hand, not by the profile: NCCL_DEBUG")]
+
+
+@pytest.mark.parametrize("address, short", [("00000000:3B:00.0", "0000:3b:00"), ("0000:3b:00", "0000:3b:00"),
+                                            ("0000:b3:00.0", "0000:b3:00")])
+def test_short_pci(address, short):
+    assert health.short_pci(address) == short
