@@ -27,7 +27,7 @@ class GpuParseError(ValueError):
     """The text is not what the tool prints; the message says what was expected."""
 
 
-def _text(element, path):
+def xml_text(element, path):
     if element is None:
         return None
     found = element.find(path)
@@ -43,7 +43,7 @@ def _enabled(text):
     return text.strip().lower() == "enabled"
 
 
-def _ecc_uncorrected_volatile(gpu):
+def ecc_uncorrected_volatile(gpu):
     """Sum of the volatile uncorrectable ECC counters, where the driver prints them.
 
     Current drivers print ecc_errors/volatile/*uncorrectable* leaves (R580: sram parity,
@@ -69,28 +69,28 @@ def parse_nvidia_smi_xml(text):
         raise GpuParseError("expected <nvidia_smi_log>, got <%s>" % root.tag)
     gpus = []
     for index, gpu in enumerate(root.findall("gpu")):
-        minor = _number(_text(gpu, "minor_number"))
-        memory = _number(_text(gpu, "fb_memory_usage/total"))
+        minor = _number(xml_text(gpu, "minor_number"))
+        memory = _number(xml_text(gpu, "fb_memory_usage/total"))
         gpus.append({
             "index": index,
             "minor_number": minor,
-            "name": _text(gpu, "product_name"),
-            "uuid": _text(gpu, "uuid"),
-            "pci_bus_id": _text(gpu, "pci/pci_bus_id") or gpu.get("id"),
-            "serial": _text(gpu, "serial"),
+            "name": xml_text(gpu, "product_name"),
+            "uuid": xml_text(gpu, "uuid"),
+            "pci_bus_id": xml_text(gpu, "pci/pci_bus_id") or gpu.get("id"),
+            "serial": xml_text(gpu, "serial"),
             "memory_total_mib": int(memory) if memory is not None else None,
-            "persistence_mode": bool(_enabled(_text(gpu, "persistence_mode"))),
-            "mig_mode": _text(gpu, "mig_mode/current_mig"),
-            "ecc_enabled": _enabled(_text(gpu, "ecc_mode/current_ecc")),
-            "ecc_uncorrected_volatile": _ecc_uncorrected_volatile(gpu),
-            "power_limit_w": _number(_text(gpu, "gpu_power_readings/current_power_limit")
-                                     or _text(gpu, "power_readings/power_limit")),
-            "temperature_c": _number(_text(gpu, "temperature/gpu_temp")),
+            "persistence_mode": bool(_enabled(xml_text(gpu, "persistence_mode"))),
+            "mig_mode": xml_text(gpu, "mig_mode/current_mig"),
+            "ecc_enabled": _enabled(xml_text(gpu, "ecc_mode/current_ecc")),
+            "ecc_uncorrected_volatile": ecc_uncorrected_volatile(gpu),
+            "power_limit_w": _number(xml_text(gpu, "gpu_power_readings/current_power_limit")
+                                     or xml_text(gpu, "power_readings/power_limit")),
+            "temperature_c": _number(xml_text(gpu, "temperature/gpu_temp")),
         })
-    attached = _number(_text(root, "attached_gpus"))
+    attached = _number(xml_text(root, "attached_gpus"))
     return {
-        "driver_version": _text(root, "driver_version"),
-        "cuda_version": _text(root, "cuda_version"),
+        "driver_version": xml_text(root, "driver_version"),
+        "cuda_version": xml_text(root, "cuda_version"),
         "count": int(attached) if attached is not None else len(gpus),
         "gpus": gpus,
     }

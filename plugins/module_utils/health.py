@@ -13,6 +13,7 @@ import os
 import re
 from xml.etree import ElementTree
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu as nvidia
 from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are
@@ -123,11 +124,6 @@ def xid_findings(host, events, ignore=()):
     return found
 
 
-def _text(element, path):
-    found = element.find(path)
-    return found.text.strip() if found is not None and found.text else None
-
-
 def _count(text):
     return int(text) if text and text.isdigit() else None
 
@@ -138,23 +134,16 @@ def parse_gpu_memory_health(xml_text):
     root = ElementTree.fromstring(xml_text)
     gpus = []
     for gpu in root.findall("gpu"):
-        volatile = gpu.find("ecc_errors/volatile")
-        unc = None
-        if volatile is not None:
-            values = [_count((e.text or "").strip()) for e in volatile.iter() if not len(e) and "uncorrectable" in e.tag]
-            values += [_count(_text(volatile, "double_bit/total"))]
-            values = [v for v in values if v is not None]
-            unc = sum(values) if values else None
         gpus.append({
-            "pci": short_pci(_text(gpu, "pci/pci_bus_id") or gpu.get("id")),
-            "ecc_uncorrectable": unc,
-            "remap_pending": _text(gpu, "remapped_rows/remapped_row_pending") == "Yes",
-            "remap_failure": _text(gpu, "remapped_rows/remapped_row_failure") == "Yes",
-            "remapped_uncorrectable": _count(_text(gpu, "remapped_rows/remapped_row_unc")),
-            "retired_single": _count(_text(gpu, "retired_pages/multiple_single_bit_retirement/retired_count")),
-            "retired_double": _count(_text(gpu, "retired_pages/double_bit_retirement/retired_count")),
-            "retirement_pending": _text(gpu, "retired_pages/pending_retirement") == "Yes"
-            or _text(gpu, "retired_pages/pending_blacklist") == "Yes",
+            "pci": short_pci(nvidia.xml_text(gpu, "pci/pci_bus_id") or gpu.get("id")),
+            "ecc_uncorrectable": nvidia.ecc_uncorrected_volatile(gpu),
+            "remap_pending": nvidia.xml_text(gpu, "remapped_rows/remapped_row_pending") == "Yes",
+            "remap_failure": nvidia.xml_text(gpu, "remapped_rows/remapped_row_failure") == "Yes",
+            "remapped_uncorrectable": _count(nvidia.xml_text(gpu, "remapped_rows/remapped_row_unc")),
+            "retired_single": _count(nvidia.xml_text(gpu, "retired_pages/multiple_single_bit_retirement/retired_count")),
+            "retired_double": _count(nvidia.xml_text(gpu, "retired_pages/double_bit_retirement/retired_count")),
+            "retirement_pending": nvidia.xml_text(gpu, "retired_pages/pending_retirement") == "Yes"
+            or nvidia.xml_text(gpu, "retired_pages/pending_blacklist") == "Yes",
         })
     return gpus
 

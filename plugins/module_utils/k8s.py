@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import inspect
 import json
 import re
 
@@ -325,11 +326,7 @@ _WORKLOADS = {"acs_deployment": acs_deployment, "pytorchjob": pytorchjob, "mpijo
 
 
 def _call(function, options, what):
-    import inspect
-    try:
-        accepted = inspect.signature(function).parameters
-    except AttributeError:  # Python 2 on old managed nodes: filters run on the controller anyway
-        accepted = inspect.getargspec(function).args  # pylint: disable=deprecated-method
+    accepted = inspect.signature(function).parameters
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise ManifestError("%s does not take %s; it takes %s" % (what, ", ".join(unknown), ", ".join(accepted)))
