@@ -131,43 +131,19 @@ observed:
   type: dict
 """
 
-import os
-import time
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import files, gpu, health, rdma
-from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks
 
 
-def _kernel_log(module):
-    path = module.params["kernel_log"]
-    if path:
-        text = files.read_text(path)
-        if text is None:
-            module.fail_json(msg="kernel_log %s cannot be read" % path)
-        return text, path
-    for command in (["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"], ["dmesg", "-T"], ["dmesg"]):
-        binary = module.get_bin_path(command[0])
-        if not binary:
-            continue
-        rc, out, err = module.run_command([binary] + command[1:])
-        if rc == 0 and out.strip():
-            return out, " ".join(command)
-    return None, None
+class _ModuleRunner(object):
+    def __init__(self, module):
+        self.module = module
 
+    def which(self, name):
+        return self.module.get_bin_path(name)
 
-def _gpus(module):
-    smi = module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi")
-    if not smi:
-        return 0, [], "nvidia-smi not found"
-    rc, out, err = module.run_command([smi, "-q", "-x"])
-    if rc != 0:
-        return 0, [], "nvidia-smi -q -x exited %d: %s" % (rc, (err or out).strip().splitlines()[:1])
-    try:
-        parsed = gpu.parse_nvidia_smi_xml(out)
-        return parsed["count"], health.parse_gpu_memory_health(out), None
-    except (gpu.GpuParseError, ValueError) as exc:
-        return 0, [], str(exc)
+    def run(self, argv):
+        return self.module.run_command(argv)
 
 
 def main():
@@ -190,61 +166,12 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    for name in ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages"):
-        if p[name] is not None and p[name] < 0:
-            module.fail_json(msg="%s must not be negative, got %d" % (name, p[name]))
-    if p["counter_interval"] > 600:
-        module.fail_json(msg="counter_interval is at most 600 seconds, got %d" % p["counter_interval"])
-    host = os.uname()[1]
-    found = []
-
-    gpu_count, memory, gpu_error = _gpus(module)
-    found += health.gpu_memory_findings(host, memory, p["max_retired_pages"])
-
-    log_text, log_source = _kernel_log(module)
-    events = health.parse_xid_events(log_text) if log_text else []
-    found += health.xid_findings(host, events, set(p["xid_ignore"]))
-    if log_text is None:
-        found.append(finding("kernel_log", "info", host, "the kernel log could not be read (journalctl, dmesg)",
-                             "run as root, or give kernel_log"))
-
-    devices = rdma.read_sysfs(p["sysfs_root"])
-    netdevs = sorted(set(port["netdev"] for d in devices for port in d.get("ports") or [] if port.get("netdev")))
-    mtus = {}
-    for netdev in netdevs:
-        value = files.read_attr(os.path.join(p["sysfs_root"], "class", "net", netdev, "mtu"))
-        if value and value.isdigit():
-            mtus[netdev] = int(value)
-    peermem = gpu.parse_peermem(files.read_text(os.path.join(p["procfs_root"], "modules")) or "")
-    found += health.inventory_findings(host, gpu_count, devices, peermem["loaded"], mtus, {
-        "gpu_count": p["expected_gpu_count"], "rdma_devices": p["expected_rdma_devices"],
-        "port_rate_gbps": p["min_port_rate_gbps"], "mtu": p["expected_mtu"], "peermem": p["require_peermem"]})
-
-    before = health.read_port_counters(p["sysfs_root"])
-    after = before
-    if p["counter_interval"] and before:
-        time.sleep(p["counter_interval"])
-        after = health.read_port_counters(p["sysfs_root"])
-        found += health.counter_findings(host, health.rising_counters(before, after), p["counter_interval"])
-
-    if p["expected_nccl_env"] is not None:
-        deployed = files.read_text(p["nccl_conf"])
-        if deployed is None:
-            found.append(finding("nccl_env_drift", "warning", "%s:%s" % (host, p["nccl_conf"]), "the file is missing",
-                                 "re-run the nccl_env role"))
-        else:
-            found += health.nccl_drift_findings(host, health.parse_nccl_conf(deployed), p["expected_nccl_env"],
-                                                p["nccl_conf"])
-
-    found = health.sort_findings(found)
-    counts = dict((s, sum(1 for f in found if f["severity"] == s)) for s in ("critical", "warning", "info"))
-    module.exit_json(changed=False, findings=found, counts=counts,
-                     healthy=counts["critical"] == 0 and counts["warning"] == 0,
-                     observed={"host": host, "gpu_count": gpu_count, "gpu_error": gpu_error,
-                               "rdma_devices": [d["name"] for d in devices], "netdev_mtus": mtus,
-                               "peermem": peermem, "xid_events": events, "kernel_log_source": log_source,
-                               "port_counters": after})
+    try:
+        result = node_checks.check_node(module.params, _ModuleRunner(module))
+    except node_checks.CheckOptionError as exc:
+        module.fail_json(msg=str(exc))
+    del result["observed"]["counters_at"]
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,190 @@
+"""The health monitor on a node, posting to a real HTTP receiver on the docker network.
+
+The tests run in order: each starts the monitor's service (the timer is set an hour out) after
+changing the node, and reads what the receiver got since the previous step.
+"""
+
+import json
+import os
+import re
+import subprocess
+
+import yaml
+
+testinfra_hosts = ["gpufabric-hm-node"]
+
+NODE = "gpufabric-hm-node"
+SCENARIO = os.environ.get("MOLECULE_SCENARIO_DIRECTORY", os.path.dirname(os.path.dirname(__file__)))
+UNIT = "gpufabric-health-monitor"
+PORT_STATE = "/opt/captured/sys/class/infiniband/erdma_0/ports/1/state"
+CHAT = ("feishu", "dingtalk", "slack", "generic")
+
+with open(os.path.join(SCENARIO, "vars", "webhooks.yml")) as handle:
+    SETTINGS = yaml.safe_load(handle)
+SECRETS = list(SETTINGS["receiver_secrets"].values())
+TOKENS = re.findall(r"tok-[a-z]+-[0-9a-f]+", json.dumps(SETTINGS["monitor_webhooks"]))
+SEEN = {"count": 0}
+
+
+def _received():
+    out = subprocess.run(["docker", "exec", "gpufabric-hm-receiver", "cat", "/var/lib/receiver/received.jsonl"],
+                         capture_output=True, text=True, check=False).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def _new():
+    """What the receiver got since the last call."""
+    everything = _received()
+    new = everything[SEEN["count"]:]
+    SEEN["count"] = len(everything)
+    return new
+
+
+def _run(host):
+    return host.run("systemctl start %s.service" % UNIT)
+
+
+def _by_kind(records):
+    kinds = {}
+    for record in records:
+        kinds.setdefault(record["kind"], []).append(record)
+    return kinds
+
+
+def _assert_no_secret(text):
+    for secret in SECRETS + TOKENS:
+        assert secret not in text, "a secret or webhook token leaked"
+
+
+def test_installed(host):
+    assert len(SECRETS) == 3 and len(TOKENS) == 4
+    timer = host.service("%s.timer" % UNIT)
+    assert timer.is_enabled and timer.is_running
+    assert host.run("systemctl show -p NextElapseUSecMonotonic %s.timer" % UNIT).stdout.strip() != \
+        "NextElapseUSecMonotonic=infinity"
+    config = host.file("/etc/gpufabric/health-monitor.json")
+    assert (config.user, config.group, config.mode) == ("root", "root", 0o600)
+    settings = json.loads(config.content_string)
+    assert settings["cluster"] == "molecule-lab" and settings["host"] == NODE
+    assert [w["name"] for w in settings["webhooks"]] == ["feishu-ops", "dingtalk-ops", "slack-ops", "events", "flaky"]
+    assert host.file("/var/lib/gpufabric/health-monitor").mode == 0o700
+    code = "/usr/local/lib/gpufabric-health-monitor/ansible_collections/gpufabric/rdma/plugins/module_utils"
+    assert host.file(code + "/monitor.py").exists and host.file(code + "/node_checks.py").exists
+    _assert_no_secret(host.run("systemctl cat %s.service %s.timer" % (UNIT, UNIT)).stdout)
+    assert _new() == []  # installing sent nothing
+
+
+def test_first_run_sends_one_message_per_fault(host):
+    result = _run(host)
+    assert result.rc != 0  # the flaky endpoint failed: the unit says so
+    kinds = _by_kind(_new())
+    assert {k: len(v) for k, v in kinds.items()} == {"feishu": 2, "dingtalk": 2, "slack": 2, "generic": 2, "flaky": 2}
+    # the receiver fails the flaky endpoint's first request only: one of the two faults did not arrive there
+    assert [r["status"] for r in kinds["flaky"]] == [500, 200]
+    for kind in ("feishu", "dingtalk", "generic"):
+        assert [r["verified"] for r in kinds[kind]] == [True, True]  # signed with the right secret
+    events = sorted((r["json"] for r in kinds["generic"]), key=lambda e: e["fault_type"])
+    assert [(e["fault_type"], e["severity"], e["target"]) for e in events] == [
+        ("gpu_count", "critical", NODE), ("rdma_port_state", "critical", NODE + "/erdma_0/1")]
+    for event in events:
+        assert (event["status"], event["cluster"], event["host"]) == ("new", "molecule-lab", NODE)
+        assert re.match(r"^gf-[0-9a-f]{16}$", event["event_id"])
+        assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", event["detected_at"])
+        assert event["detail"] and event["fix_hint"]
+    assert events[0]["detail"] == "0 of 8 expected GPUs found"
+    assert events[1]["detail"].startswith("port is DOWN")
+    text = next(r["json"]["text"]["content"] for r in kinds["dingtalk"] if "rdma_port_state" in r["body"])
+    assert "Fault target: %s/erdma_0/1" % NODE in text and "Event ID: %s" % events[1]["event_id"] in text
+    assert kinds["slack"][0]["json"]["text"].startswith("[gpufabric] FAULT: node %s in cluster molecule-lab" % NODE)
+    assert set(kinds["dingtalk"][0]["query"]) == {"access_token", "timestamp", "sign"}
+    for record in _received():
+        _assert_no_secret(record["body"])
+    journal = host.run("journalctl -u %s.service --no-pager -o cat" % UNIT).stdout
+    assert "webhook flaky (generic): could not send new" in journal and "HTTP 500" in journal
+    _assert_no_secret(journal)
+    state = host.file("/var/lib/gpufabric/health-monitor/state.json")
+    assert state.mode == 0o600
+    _assert_no_secret(state.content_string)
+
+
+def test_second_run_is_quiet_and_retries_the_failed_delivery(host):
+    assert _run(host).rc == 0
+    new = _new()
+    assert [(r["kind"], r["status"], r["json"]["status"]) for r in new] == [("flaky", 200, "new")]
+    assert _run(host).rc == 0
+    assert _new() == []
+
+
+def test_recovery_after_the_port_comes_back(host):
+    port_event = _port_event_id()
+    assert host.run("printf '4: ACTIVE\\n' > %s" % PORT_STATE).rc == 0
+    assert _run(host).rc == 0
+    new = _by_kind(_new())
+    assert {k: len(v) for k, v in new.items()} == {"feishu": 1, "dingtalk": 1, "slack": 1, "generic": 1, "flaky": 1}
+    event = new["generic"][0]["json"]
+    assert (event["status"], event["fault_type"], event["event_id"]) == ("recovered", "rdma_port_state", port_event)
+    assert event["cleared_at"] >= event["detected_at"]
+    assert "RECOVERED: rdma_port_state on %s" % NODE in new["feishu"][0]["json"]["content"]["text"]
+
+
+def test_recovery_after_the_gpus_come_back(host):
+    assert host.run("mv /opt/standin/nvidia-smi.off /opt/standin/nvidia-smi").rc == 0
+    assert _run(host).rc == 0
+    new = _new()
+    assert len(new) == 5 and {r["json"]["status"] for r in new if r["kind"] in ("generic", "flaky")} == {"recovered"}
+    assert {r["json"]["fault_type"] for r in new if r["kind"] == "generic"} == {"gpu_count"}
+    assert _run(host).rc == 0
+    assert _new() == []
+    state = json.loads(host.file("/var/lib/gpufabric/health-monitor/state.json").content_string)
+    assert state["events"] == {} and state["last_run"]["healthy"] is True
+
+
+def _port_event_id():
+    return next(r["json"]["event_id"] for r in _received()
+                if r["kind"] == "generic" and r["json"]["fault_type"] == "rdma_port_state")
+
+
+def _play(name, *extra):
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    return subprocess.run(["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"],
+                           os.path.join(SCENARIO, name)] + list(extra),
+                          capture_output=True, text=True, timeout=300, check=False, env=env)
+
+
+def _flat(output):
+    """The output with whitespace folded (the yaml callback wraps long messages)."""
+    return " ".join(output.split())
+
+
+def test_a_verbose_check_run_prints_no_secret(host):  # host: keeps pytest from reordering the tests
+    proc = _play("converge.yml", "--check", "--diff", "-vvv")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert re.search(r"gpufabric-hm-node\s*: ok=\d+\s+changed=0 ", proc.stdout), proc.stdout[-5000:]
+    _assert_no_secret(proc.stdout + proc.stderr)
+
+
+def test_bad_configuration_fails_before_anything_is_written(host):
+    bad = {"bad_webhooks": [{"name": "ops", "type": "teams", "url": "https://example.invalid/tok-teams-77aa01"}]}
+    proc = _play("bad_config.yml", "-e", json.dumps(bad))
+    assert proc.returncode != 0
+    assert "value of type must be one of: lark, feishu, dingtalk, slack, generic, got: teams" in _flat(proc.stdout + proc.stderr)
+    assert "tok-teams-77aa01" not in proc.stdout + proc.stderr
+    bad = {"bad_webhooks": [{"name": "ops", "type": "slack", "url": "https://x.invalid/a"},
+                            {"name": "ops", "type": "slack", "url": "https://x.invalid/tok-slack-0b0b0b"}]}
+    proc = _play("bad_config.yml", "-e", json.dumps(bad))
+    assert proc.returncode != 0 and "webhooks[1] (ops): the name is used twice" in _flat(proc.stdout + proc.stderr)
+    assert "tok-slack-0b0b0b" not in proc.stdout + proc.stderr
+    proc = _play("bad_config.yml", "-e", json.dumps({"bad_webhooks": [], "bad_checks": {"expected_gpus": 8}}))
+    assert proc.returncode != 0 and "checks: unknown check option(s): expected_gpus" in _flat(proc.stdout + proc.stderr)
+    assert not host.file("/etc/gpufabric/bad-health-monitor.json").exists
+
+
+def test_absent_removes_the_monitor(host):
+    proc = _play("remove.yml")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    for path in ("/etc/systemd/system/%s.timer" % UNIT, "/etc/gpufabric/health-monitor.json",
+                 "/var/lib/gpufabric/health-monitor", "/usr/local/lib/gpufabric-health-monitor"):
+        assert not host.file(path).exists, path
+    assert host.run("systemctl is-active %s.timer" % UNIT).stdout.strip() in ("inactive", "unknown")
+    proc = _play("remove.yml")
+    assert proc.returncode == 0 and re.search(r"gpufabric-hm-node\s*: ok=\d+\s+changed=0", proc.stdout)

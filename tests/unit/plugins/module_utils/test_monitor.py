@@ -1,0 +1,390 @@
+"""The health monitor: what it sends when, how each webhook is signed, and runs against a real HTTP receiver."""
+
+import importlib.util
+import json
+import os
+import shutil
+import threading
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import monitor
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+
+
+def fixture_path(*parts):
+    return os.path.join(ROOT, "tests", "unit", "fixtures", *parts)
+
+
+GPU_LOST = {"check": "gpu_count", "severity": "critical", "target": "n1", "detail": "0 of 8 expected GPUs found",
+            "fix_hint": "reboot"}
+PORT_DOWN = {"check": "rdma_port_state", "severity": "critical", "target": "n1/erdma_0/1",
+             "detail": "port is DOWN", "fix_hint": "check the cable"}
+MTU = {"check": "mtu", "severity": "warning", "target": "n1:eth1", "detail": "MTU 1500, expected 9000",
+       "fix_hint": "re-run rdma_network"}
+XID13 = {"check": "gpu_xid", "severity": "info", "target": "n1/GPU 0000:b3:00", "detail": "Xid 13", "fix_hint": "-"}
+HOOKS = ["chat", "pager"]
+
+
+def _plan(state, findings, now, **kw):
+    kw.setdefault("quiet_period", 3600)
+    return monitor.plan(state, findings, HOOKS, now, kw.pop("quiet_period"), "c1", "n1", **kw)
+
+
+def _deliver_all(state, messages, now):
+    for key, name, kind in messages:
+        monitor.delivered(state, key, name, kind, now)
+    return monitor.prune(state, HOOKS)
+
+
+def test_new_finding_is_sent_once_per_webhook_then_kept_quiet():
+    state, messages = _plan(None, [GPU_LOST, XID13], 1000.0)
+    # info findings are not events at the default min_severity (warning)
+    assert messages == [("gpu_count|n1", "chat", "new"), ("gpu_count|n1", "pager", "new")]
+    state = _deliver_all(state, messages, 1000.0)
+    event_id = state["events"]["gpu_count|n1"]["event_id"]
+    assert event_id.startswith("gf-") and len(event_id) == 19
+    state, messages = _plan(state, [dict(GPU_LOST, detail="still 0 of 8")], 1300.0)
+    assert messages == []
+    # the quiet period over, the fault is sent again; the event keeps its id and first time
+    state, messages = _plan(state, [GPU_LOST], 4600.0)
+    assert messages == [("gpu_count|n1", "chat", "repeat"), ("gpu_count|n1", "pager", "repeat")]
+    assert state["events"]["gpu_count|n1"]["event_id"] == event_id
+    assert state["events"]["gpu_count|n1"]["first_seen"] == 1000.0
+
+
+def test_worse_severity_is_sent_at_once():
+    state, messages = _plan(None, [MTU], 10.0)
+    state = _deliver_all(state, messages, 10.0)
+    state, messages = _plan(state, [dict(MTU, severity="critical")], 20.0)
+    assert [m[2] for m in messages] == ["worse", "worse"]
+    state = _deliver_all(state, messages, 20.0)
+    # back to warning is not worse, and within the quiet period nothing is sent
+    state, messages = _plan(state, [MTU], 30.0)
+    assert messages == []
+
+
+def test_recovery_goes_to_each_webhook_that_heard_of_the_fault():
+    state, messages = _plan(None, [GPU_LOST, PORT_DOWN], 10.0)
+    assert len(messages) == 4
+    # the pager never got the port message (delivery failed), the chat got everything
+    for key, name, kind in messages:
+        if (key, name) != ("rdma_port_state|n1/erdma_0/1", "pager"):
+            monitor.delivered(state, key, name, kind, 10.0)
+    monitor.prune(state, HOOKS)
+    state, messages = _plan(state, [GPU_LOST, PORT_DOWN], 20.0)
+    assert messages == [("rdma_port_state|n1/erdma_0/1", "pager", "new")]  # the failed one is tried again
+    state, messages = _plan(state, [GPU_LOST], 30.0)  # the port is fixed before the pager heard of it
+    assert messages == [("rdma_port_state|n1/erdma_0/1", "chat", "recovered")]
+    assert state["events"]["rdma_port_state|n1/erdma_0/1"]["cleared_at"] == 30.0
+    state = _deliver_all(state, messages, 30.0)
+    assert list(state["events"]) == ["gpu_count|n1"]  # nothing left to say about the port: dropped
+    state, messages = _plan(state, [], 40.0)
+    assert messages == [("gpu_count|n1", "chat", "recovered"), ("gpu_count|n1", "pager", "recovered")]
+    monitor.delivered(state, "gpu_count|n1", "chat", "recovered", 40.0)
+    monitor.prune(state, HOOKS)
+    state, messages = _plan(state, [], 50.0)  # the pager's recovery failed: tried again, not the chat's
+    assert messages == [("gpu_count|n1", "pager", "recovered")]
+    state = _deliver_all(state, messages, 50.0)
+    assert state["events"] == {}
+
+
+def test_a_fault_back_after_its_recovery_is_a_new_event():
+    state, messages = _plan(None, [GPU_LOST], 10.0)
+    state = _deliver_all(state, messages, 10.0)
+    first = state["events"]["gpu_count|n1"]["event_id"]
+    state, messages = _plan(state, [], 20.0)
+    state = _deliver_all(state, messages, 20.0)
+    state, messages = _plan(state, [GPU_LOST], 30.0)
+    assert [m[2] for m in messages] == ["new", "new"]
+    assert state["events"]["gpu_count|n1"]["event_id"] != first
+
+
+def test_min_severity_and_no_recovery():
+    state, messages = _plan(None, [GPU_LOST, MTU, XID13], 10.0, min_severity="critical", send_recovery=False)
+    assert [m[0] for m in messages] == ["gpu_count|n1", "gpu_count|n1"]
+    state = _deliver_all(state, messages, 10.0)
+    state, messages = _plan(state, [], 20.0, send_recovery=False)
+    assert messages == []
+    assert monitor.prune(state, HOOKS, send_recovery=False)["events"] == {}
+    ignored, messages = _plan(None, [XID13], 10.0, min_severity="info")
+    assert len(messages) == 2
+
+
+def test_signatures_match_openssl():
+    # printf '1700000000000\nSECexample' | openssl dgst -sha256 -hmac SECexample -binary | base64
+    assert monitor.dingtalk_sign("SECexample", "1700000000000") == "uroalHrWHORz59talE1o26b8HuX2kOp8WlAN91F9Pj0="
+    # printf '' | openssl dgst -sha256 -hmac "$(printf '1700000000\nlarksecret')" -binary | base64
+    assert monitor.lark_sign("larksecret", "1700000000") == "9tAorv8A/4Mb2NzIxVauBMTDHC2MjRxDs/a0kZWnTWE="
+
+
+def _event():
+    state, ignored = _plan(None, [PORT_DOWN], 1700000000.0)
+    return state["events"]["rdma_port_state|n1/erdma_0/1"]
+
+
+def test_requests_per_webhook_type_carry_the_seed_fields_and_no_secret():
+    body = monitor.payload("prod-a", "n1", _event(), "new", 1700000000.5, message_id="m-1")
+    assert body["fault_type"] == "rdma_port_state" and body["detected_at"] == "2023-11-14T22:13:20Z"
+    assert body["cleared_at"] is None and body["status"] == "new"
+    url, data, headers = monitor.build_request(
+        {"type": "dingtalk", "url": "https://oapi.dingtalk.com/robot/send?access_token=tok", "secret": "SECexample"},
+        body, 1700000000.0)
+    query = parse_qs(urlsplit(url).query)
+    assert query == {"access_token": ["tok"], "timestamp": ["1700000000000"],
+                     "sign": ["uroalHrWHORz59talE1o26b8HuX2kOp8WlAN91F9Pj0="]}
+    text = json.loads(data)["text"]["content"]
+    for line in ("Cluster: prod-a", "Host: n1", "Fault type: rdma_port_state", "Fault target: n1/erdma_0/1",
+                 "Severity: critical", "Detail: port is DOWN", "Fix hint: check the cable",
+                 "Detected at: 2023-11-14T22:13:20Z", "Message ID: m-1", "Event ID: %s" % body["event_id"]):
+        assert line in text.splitlines() or text.splitlines()[-1].startswith(line)
+    assert b"SECexample" not in data
+    lark_hook = {"type": "lark", "url": "https://open.feishu.cn/open-apis/bot/v2/hook/x", "secret": "larksecret"}
+    url, data, ignored = monitor.build_request(lark_hook, body, 1700000000.9)
+    lark = json.loads(data)
+    assert (lark["msg_type"], lark["timestamp"]) == ("text", "1700000000")
+    assert lark["sign"] == "9tAorv8A/4Mb2NzIxVauBMTDHC2MjRxDs/a0kZWnTWE="
+    assert lark["content"]["text"].startswith("[gpufabric] FAULT: node n1 in cluster prod-a has a critical fault")
+    ignored, data, headers = monitor.build_request({"type": "generic", "url": "http://r/generic", "secret": "s3"}, body, 5.0)
+    assert json.loads(data) == body
+    assert headers["X-Gpufabric-Signature"] == "sha256=" + monitor.generic_sign("s3", "5", data)
+    ignored, data, headers = monitor.build_request({"type": "slack", "url": "http://r/slack"}, body, 5.0)
+    assert set(json.loads(data)) == {"text"} and "X-Gpufabric-Signature" not in headers
+
+
+def test_recovery_text():
+    event = dict(_event(), status="cleared", cleared_at=1700000600.0)
+    text = monitor.text_message(monitor.payload("c", "n1", event, "recovered", 1700000600.0))
+    assert text.startswith("[gpufabric] RECOVERED: rdma_port_state on n1 (cluster c) is gone since 2023-11-14T22:23:20Z")
+    assert "Cleared at: 2023-11-14T22:23:20Z" in text
+
+
+@pytest.mark.parametrize("kind,status,text,error", [
+    ("dingtalk", 200, '{"errcode":0,"errmsg":"ok"}', None),
+    ("dingtalk", 200, '{"errcode":310000,"errmsg":"sign not match"}', "dingtalk answered code 310000: sign not match"),
+    ("lark", 200, '{"StatusCode":0,"StatusMessage":"success","code":0,"data":{},"msg":"success"}', None),
+    ("feishu", 200, '{"code":19021,"data":{},"msg":"sign match fail"}', "feishu answered code 19021: sign match fail"),
+    ("lark", 200, "<html>", "HTTP 200 with a body that is not JSON: <html>"),
+    ("slack", 200, "ok", None),
+    ("slack", 403, "invalid_token", "HTTP 403 invalid_token"),
+    ("slack", 200, "no_text", "slack answered 'no_text'"),
+    ("generic", 204, "", None),
+    ("generic", 500, "boom", "HTTP 500 boom"),
+])
+def test_response_errors(kind, status, text, error):
+    assert monitor.response_error(kind, status, text) == error
+
+
+def test_redact_removes_url_parts_and_secret():
+    hook = {"url": "https://oapi.dingtalk.com/robot/send?access_token=abcdef123456", "secret": "SECxyz"}
+    assert monitor.redact("failed https://oapi.dingtalk.com/robot/send?access_token=abcdef123456 SECxyz "
+                          "abcdef123456 dingtalk", hook) == "failed *** *** *** dingtalk"
+    slack = {"url": "https://hooks.slack.com/services/T0123ABCD/B0123ABCD/XyZ123abcDEF456ghiJKL789"}
+    assert monitor.redact("no answer from XyZ123abcDEF456ghiJKL789 in services", slack) == "no answer from *** in services"
+
+
+@pytest.mark.parametrize("config,message", [
+    ({"webhooks": [{"name": "a", "type": "teams", "url": "https://x"}]},
+     "webhooks[0] (a): type must be one of lark, feishu, dingtalk, slack, generic, got 'teams'"),
+    ({"webhooks": [{"name": "a", "type": "slack", "url": "ftp://secret-host"}]},
+     "webhooks[0] (a): url must start with http:// or https://"),
+    ({"webhooks": [{"name": "a", "type": "slack", "url": "https://x"}, {"name": "a", "type": "slack", "url": "https://y"}]},
+     "webhooks[1] (a): the name is used twice"),
+    ({"webhooks": [{"type": "slack", "url": "https://x"}]}, "webhooks[0] needs a name"),
+    ({"quiet_period": 0}, "quiet_period must be a positive number of seconds, got 0"),
+    ({"min_severity": "major"}, "min_severity must be one of critical, warning, info, got 'major'"),
+    ({"checks": {"expected_gpus": 8}}, "checks: unknown check option(s): expected_gpus"),
+    ({"checks": {"expected_gpu_count": -1}}, "checks: expected_gpu_count must not be negative, got -1"),
+    ({"webhook": []}, "unknown configuration key(s): webhook"),
+])
+def test_bad_configuration_names_the_entry(config, message):
+    with pytest.raises(monitor.ConfigError) as error:
+        monitor.check_config(config)
+    assert str(error.value).startswith(message)
+
+
+# --- against a real HTTP receiver (tests/lab/webhook-receiver/receiver.py) ---
+
+SECRETS = {"lark": "lark-signing-secret-1", "dingtalk": "SECdingtalk-signing-secret-2", "generic": "generic-secret-3"}
+
+
+def _load_receiver():
+    spec = importlib.util.spec_from_file_location(
+        "receiver", os.path.join(ROOT, "tests", "lab", "webhook-receiver", "receiver.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def receiver(tmp_path):
+    log = tmp_path / "received.jsonl"
+    server = _load_receiver().serve({"bind": "127.0.0.1", "port": 0, "log": str(log), "secrets": SECRETS,
+                                     "fail_first": 1})
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = "http://127.0.0.1:%d" % server.server_address[1]
+
+    def received():
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text().splitlines()]
+    yield base, received
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def node(tmp_path):
+    sysfs = tmp_path / "sys"
+    shutil.copytree(fixture_path("sysfs", "erdma"), sysfs)
+    kernel = tmp_path / "kern.log"
+    kernel.write_text("")
+    return tmp_path
+
+
+def _config(node, base, **extra):
+    config = {
+        "cluster": "lab", "host": "node-a", "state_file": str(node / "state" / "state.json"), "quiet_period": 3600,
+        "checks": {"expected_gpu_count": 8, "expected_rdma_devices": 1, "sysfs_root": str(node / "sys"),
+                   "procfs_root": str(node), "kernel_log": str(node / "kern.log"),
+                   "nvidia_smi_path": str(node / "absent-nvidia-smi")},
+        "webhooks": [
+            {"name": "feishu-ops", "type": "feishu", "url": base + "/feishu/hook/tok-feishu-0001", "secret": SECRETS["lark"]},
+            {"name": "dingtalk-ops", "type": "dingtalk", "url": base + "/dingtalk/robot/send?access_token=tok-ding-0002",
+             "secret": SECRETS["dingtalk"]},
+            {"name": "slack-ops", "type": "slack", "url": base + "/slack/services/T000/B000/tok-slack-0003"},
+            {"name": "events", "type": "generic", "url": base + "/generic/events", "secret": SECRETS["generic"]},
+        ]}
+    config.update(extra)
+    return monitor.check_config(config)
+
+
+def test_runs_against_a_real_receiver(node, receiver):
+    base, received = receiver
+    config = _config(node, base)
+    lines = []
+    port_state = node / "sys" / "class" / "infiniband" / "erdma_0" / "ports" / "1" / "state"
+    port_state.write_text("1: DOWN\n")
+
+    assert monitor.run_once(config, log=lines.append) == 0
+    first = received()
+    kinds = ("feishu", "dingtalk", "slack", "generic")
+    assert sorted((r["kind"], r["status"]) for r in first) == sorted([(k, 200) for k in kinds] * 2)
+    assert all(r["verified"] in (True, None) for r in first) and sum(r["verified"] is True for r in first) == 6
+    events = [r["json"] for r in first if r["kind"] == "generic"]
+    assert sorted(e["fault_type"] for e in events) == ["gpu_count", "rdma_port_state"]
+    assert {e["status"] for e in events} == {"new"} and {e["host"] for e in events} == {"node-a"}
+    raw = json.dumps(first) + "\n".join(lines)
+    for secret in SECRETS.values():
+        assert secret not in raw
+    assert not any("tok-" in line for line in lines)
+    assert lines[-1] == ("2 finding(s): 2 critical, 0 warning, 0 info; 2 open event(s); 8 message(s) sent, 0 failed")
+    assert oct(os.stat(config["state_file"]).st_mode & 0o777) == "0o600"
+
+    assert monitor.run_once(config, log=lines.append) == 0
+    assert len(received()) == 8  # nothing new: quiet
+
+    port_state.write_text("4: ACTIVE\n")
+    assert monitor.run_once(config, log=lines.append) == 0
+    recovered = received()[8:]
+    assert len(recovered) == 4 and all("RECOVERED: rdma_port_state on node-a" in r["body"] or
+                                       (r["json"] or {}).get("status") == "recovered" for r in recovered)
+    port_event = next(e for e in events if e["fault_type"] == "rdma_port_state")
+    assert next(r["json"] for r in recovered if r["kind"] == "generic")["event_id"] == port_event["event_id"]
+
+
+def test_a_failed_delivery_is_retried_and_reported(node, receiver):
+    base, received = receiver
+    config = _config(node, base, webhooks=[{"name": "flaky", "type": "generic", "url": base + "/flaky/tok-flaky-0004"}])
+    lines = []
+    assert monitor.run_once(config, log=lines.append) == 1
+    assert [line for line in lines if "could not send" in line] == [
+        "webhook flaky (generic): could not send new %s gpu_count (node-a, critical): HTTP 500 "
+        '{"ok": false, "error": "flaky endpoint: failing on purpose"}; the next run tries again'
+        % json.loads(open(config["state_file"]).read())["events"]["gpu_count|node-a"]["event_id"]]
+    assert monitor.run_once(config, log=lines.append) == 0
+    assert monitor.run_once(config, log=lines.append) == 0
+    assert [(r["status"], r["json"]["status"]) for r in received()] == [(500, "new"), (200, "new")]
+
+
+def test_a_wrong_secret_is_a_failed_delivery(node, receiver):
+    base, ignored = receiver
+    config = _config(node, base, webhooks=[{"name": "d", "type": "dingtalk", "url": base + "/dingtalk/x?access_token=t",
+                                            "secret": "SECwrong"}])
+    lines = []
+    assert monitor.run_once(config, log=lines.append) == 1
+    assert "dingtalk answered code 310000: sign not match" in lines[0] and "SECwrong" not in "".join(lines)
+
+
+def test_main_exit_codes(node, receiver, tmp_path, capsys):
+    base, ignored = receiver
+    path = tmp_path / "monitor.json"
+    config = _config(node, base)
+    config["checks"] = {k: v for k, v in config["checks"].items() if v not in (None, [], False)}
+    path.write_text(json.dumps(config))
+    assert monitor.main(["--config", str(path)]) == 0
+    path.write_text(json.dumps(dict(config, webhooks=[{"name": "x", "type": "irc", "url": base + "/tok-secret-url"}])))
+    assert monitor.main(["--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "webhooks[0] (x): type must be one of" in err and "tok-secret-url" not in err
+    assert monitor.main([]) == 2
+
+
+def test_counters_rising_between_two_runs(node, receiver):
+    base, received = receiver
+    counters = node / "sys" / "class" / "infiniband" / "erdma_0" / "ports" / "1" / "counters"
+    counters.mkdir()
+    (counters / "link_downed").write_text("3\n")
+    (counters / "symbol_error").write_text("0\n")
+    config = _config(node, base, webhooks=[{"name": "events", "type": "generic", "url": base + "/generic/e",
+                                            "secret": SECRETS["generic"]}])
+    config["checks"]["expected_gpu_count"] = None
+    assert monitor.run_once(config, log=[].append, now=1000.0) == 0
+    assert received() == []  # one reading: nothing to compare with yet
+    state = json.loads(open(config["state_file"]).read())
+    assert state["counters"]["ports"] == {"erdma_0/1": {"link_downed": 3, "symbol_error": 0}}
+    (counters / "link_downed").write_text("5\n")
+    assert monitor.run_once(config, log=[].append) == 0
+    (event,) = [r["json"] for r in received()]
+    assert (event["fault_type"], event["severity"], event["target"]) == ("rdma_counter", "critical", "node-a/erdma_0/1")
+    assert event["detail"].startswith("link_downed rose from 3 to 5 in ")
+
+
+def test_check_options_are_validated_like_the_module():
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks
+    assert node_checks.options({"expected_gpu_count": 8})["nccl_conf"] == "/etc/nccl.conf"
+    for given, message in (({"counter_interval": 601}, "counter_interval is at most 600 seconds, got 601"),
+                           ({"expected_mtu": "9000"}, "expected_mtu must be a whole number, got '9000'"),
+                           ({"xid_ignore": [13, "x"]}, "xid_ignore must be a list of Xid numbers, got [13, 'x']")):
+        with pytest.raises(node_checks.CheckOptionError) as error:
+            node_checks.options(given)
+        assert str(error.value) == message
+
+
+def test_the_role_installs_everything_the_monitor_imports():
+    """roles/health_monitor copies a fixed list of module_utils to the node: it must be the import closure."""
+    import ast
+    import yaml
+    base = os.path.join(ROOT, "plugins", "module_utils")
+    needed, todo = set(), ["monitor"]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        with open(os.path.join(base, name + ".py")) as handle:
+            tree = ast.parse(handle.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "ansible_collections.gpufabric.rdma.plugins.module_utils"):
+                tail = node.module.split(".")[5:]
+                todo += tail if tail else [alias.name for alias in node.names]
+            assert not (isinstance(node, (ast.Import, ast.ImportFrom)) and
+                        ((getattr(node, "module", None) or "").startswith("ansible.") or
+                         any(a.name.startswith("ansible.") for a in getattr(node, "names", [])))), name
+    with open(os.path.join(ROOT, "roles", "health_monitor", "vars", "main.yml")) as handle:
+        listed = yaml.safe_load(handle)["health_monitor_module_utils"]
+    assert sorted(listed) == sorted(needed)
