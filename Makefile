@@ -20,7 +20,7 @@ export PY_COLORS ?= 0
 .PHONY: help venv collection docker image lab lab-destroy lab-check test unit sanity lint yamllint build molecule bench changelog clean
 
 help:
-	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml"
+	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml and burnin.yml"
 	@echo "make test         every test: unit, sanity, ansible-lint, yamllint, build, molecule, lab (timed)"
 	@echo "make lab-destroy  remove the lab containers and network"
 	@echo "make unit | sanity | lint | yamllint | build | molecule | lab-check   one stage of make test"
@@ -55,6 +55,7 @@ image: docker
 lab: collection image
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml -e report_dir=$(CURDIR)/build/lab-report
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/burnin.yml -e burnin_report_dir=$(CURDIR)/build/lab-report/burnin
 
 lab-destroy: collection docker
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, chart, slurm, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, chart, nccl_tests, slurm, validation
 
 
 def nccl_tests_collect(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=None):
@@ -85,6 +85,24 @@ def burnin_rank(results, tolerance=0.1):
     return burnin.rank(results, float(tolerance))
 
 
+def burnin_report(pairs, tolerance=0.1, min_busbw=None, title="Burn-in: busbw of each pair"):
+    """Pair runs -> {results, rank, failures, markdown, svg} (see burnin_report.yml)."""
+    if not isinstance(pairs, list):
+        raise AnsibleFilterError("gpufabric.rdma.burnin_report expects a list of pair runs {a, b, round, rc, output}")
+    minimum = None if min_busbw in (None, "") else float(min_busbw)
+    results = burnin.collect(pairs, nccl_tests.parse)
+    ranked = burnin.rank(results, float(tolerance))
+    hosts = [h["host"] for h in sorted(ranked["hosts"], key=lambda h: h["host"])]
+    failures = (["slow host %s" % h for h in ranked["slow_hosts"]] + ["bad link %s" % link for link in ranked["bad_links"]]
+                + ["pair %s below %s GB/s" % (p, min_busbw) for p in burnin.below(results, minimum)])
+    svg = None
+    if len(hosts) >= 2:
+        svg = chart.heatmap_svg(hosts, dict(((r["a"], r["b"]), r["busbw"]) for r in results), title=title,
+                                marked=[(link["a"], link["b"]) for link in ranked["links"] if link["bad"]])
+    return {"results": results, "rank": ranked, "failures": failures,
+            "markdown": burnin.markdown(results, ranked, minimum), "svg": svg}
+
+
 def slurm_jobs_report(finished):
     if not isinstance(finished, list):
         raise AnsibleFilterError("gpufabric.rdma.slurm_jobs_report expects a list of finished jobs")
@@ -107,5 +125,5 @@ class FilterModule(object):
         return {"nccl_tests_collect": nccl_tests_collect, "nccl_tests_judge": nccl_tests_judge, "nccl_tests_summary": nccl_tests_summary,
                 "bandwidth_svg": bandwidth_svg, "mpirun_env_args": mpirun_env_args,
                 "pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary,
-                "slurm_job_runs": slurm_job_runs, "slurm_hostlist": slurm_hostlist,
+                "slurm_job_runs": slurm_job_runs, "burnin_report": burnin_report, "slurm_hostlist": slurm_hostlist,
                 "slurm_jobs_report": slurm_jobs_report, "burnin_rounds": burnin_rounds, "burnin_rank": burnin_rank}

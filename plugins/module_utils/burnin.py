@@ -83,3 +83,79 @@ def rank(results, tolerance=0.1):
     return {"cluster_median_busbw": cluster, "hosts": hosts, "links": links,
             "slow_hosts": [h["host"] for h in hosts if h["slow"]],
             "bad_links": ["%s-%s" % (link["a"], link["b"]) for link in links if link["bad"]]}
+
+
+def collect(pairs, parse):
+    """Raw pair runs -> measurements for rank().
+
+    ``pairs``: [{'a', 'b', 'round', 'rc', 'output', 'stderr'}] as the burn-in play registers them;
+    ``parse``: the nccl-tests parser. A pair's figure is the busbw at the largest size it
+    measured (out of place); a pair that exited non-zero, printed no rows or failed its data
+    check has busbw None and an ``error``.
+    """
+    results = []
+    for pair in pairs:
+        entry = {"a": pair["a"], "b": pair["b"], "round": pair.get("round"), "busbw": None, "error": None,
+                 "peak_busbw": None, "largest_size": None}
+        try:
+            parsed = parse(pair.get("output") or "")
+        except ValueError as exc:
+            parsed, entry["error"] = None, "output not understood: %s" % exc
+        rows = (parsed or {}).get("rows") or []
+        if pair.get("rc") not in (0, None):
+            said = [line.strip() for line in (pair.get("stderr") or "").splitlines() if line.strip()]
+            entry["error"] = "exited %s%s" % (pair.get("rc"), ": " + said[-1][:200] if said else "")
+        elif parsed is not None and not rows:
+            entry["error"] = "no result rows"
+        elif parsed is not None and not parsed.get("passed", True):
+            entry["error"] = "nccl-tests reported wrong results or stopped early"
+        if rows and entry["error"] is None:
+            last = rows[-1]
+            entry["busbw"] = (last.get("out_of_place") or {}).get("busbw")
+            entry["largest_size"] = last.get("size")
+            entry["peak_busbw"] = parsed.get("peak_busbw")
+            if entry["busbw"] is None:
+                entry["error"] = "no busbw at the largest size"
+        results.append(entry)
+    return results
+
+
+def below(results, minimum):
+    """Pairs under an absolute busbw floor (None: no floor)."""
+    if minimum is None:
+        return []
+    return ["%s-%s" % (r["a"], r["b"]) for r in results if r["busbw"] is not None and r["busbw"] < minimum]
+
+
+def markdown(results, ranked, minimum=None, unit="GB/s"):
+    """The burn-in report: verdict, hosts ranked, links worst first, rounds."""
+    failed = ["%s-%s (%s)" % (r["a"], r["b"], r["error"]) for r in results if r["busbw"] is None]
+    slow_pairs = below(results, minimum)
+    problems = bool(ranked["slow_hosts"] or ranked["bad_links"] or slow_pairs)
+    median = ranked["cluster_median_busbw"]
+    lines = ["# Burn-in", "",
+             "%s: %d hosts, %d pairs in %d rounds; cluster median busbw %s %s." % (
+                 "PROBLEMS" if problems else "PASSED", len(ranked["hosts"]), len(results),
+                 len(set(r.get("round") for r in results)), "-" if median is None else "%.1f" % median, unit), ""]
+    if ranked["slow_hosts"]:
+        lines.append("- slow hosts: %s" % ", ".join(ranked["slow_hosts"]))
+    if ranked["bad_links"]:
+        lines.append("- bad links: %s" % ", ".join(ranked["bad_links"]))
+    if failed:
+        lines.append("- failed pairs: %s" % ", ".join(failed))
+    if slow_pairs:
+        lines.append("- below %s %s: %s" % (minimum, unit, ", ".join(slow_pairs)))
+    lines += ["", "## Hosts (best first)", "", "| host | median busbw (%s) | pairs | slow |" % unit, "| --- | --- | --- | --- |"]
+    for host in ranked["hosts"]:
+        median = "-" if host["median_busbw"] is None else "%.1f" % host["median_busbw"]
+        lines.append("| %s | %s | %d | %s |" % (host["host"], median, host["pairs"], "**yes**" if host["slow"] else "no"))
+    by_pair = dict(((r["a"], r["b"]), r) for r in results)
+    lines += ["", "## Links (worst first)", "",
+              "| link | round | busbw at the largest size (%s) | size (B) | bad |" % unit, "| --- | --- | --- | --- | --- |"]
+    for link in ranked["links"]:
+        result = by_pair.get((link["a"], link["b"]), {})
+        lines.append("| %s-%s | %s | %s | %s | %s |" % (
+            link["a"], link["b"], result.get("round", "-"),
+            result.get("error") or "%.1f" % link["busbw"], result.get("largest_size") or "-",
+            "**yes**" if link["bad"] else "no"))
+    return "\n".join(lines) + "\n"

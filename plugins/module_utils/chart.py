@@ -95,3 +95,76 @@ def bandwidth_svg(series, threshold=None, title="NCCL bandwidth"):
         out.append('<text x="%d" y="%.1f" fill="red" text-anchor="end">min busbw %g</text>' % (_LEFT + plot_w, y(threshold) - 5, threshold))
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _cell_color(fraction):
+    """Red (0) through amber to green (1) for a share of the best pair's bandwidth."""
+    fraction = max(0.0, min(1.0, fraction))
+    if fraction < 0.5:
+        red, green = 214, int(39 + (190 - 39) * fraction * 2)
+    else:
+        red, green = int(214 - (214 - 44) * (fraction - 0.5) * 2), int(190 - (190 - 160) * (fraction - 0.5) * 2)
+    return "#%02x%02x%02x" % (red, green, 40)
+
+
+def heatmap_svg(hosts, cells, title="Pair bandwidth", unit="GB/s", marked=()):
+    """A host x host matrix of pair bandwidths as an SVG picture.
+
+    ``cells``: {(a, b): value or None}, drawn in both triangles; None (a failed pair) is a grey
+    cell marked "x". Colours run from red to green as a share of the best pair; the pairs in
+    ``marked`` ((a, b) tuples, e.g. bad links) get a black frame.
+    """
+    hosts = list(hosts)
+    if len(hosts) < 2:
+        raise ValueError("a heat map needs at least two hosts")
+    values = dict()
+    for (a, b), value in cells.items():
+        values[(a, b)] = values[(b, a)] = value
+    known = [v for v in values.values() if v is not None]
+    best = max(known) if known else 1.0
+    marks = set()
+    for a, b in marked:
+        marks.update([(a, b), (b, a)])
+    cell = max(26, min(64, int(640 / len(hosts))))
+    label_w = max(60, 7 * max(len(h) for h in hosts) + 10)
+    left, top = label_w, 40 + label_w
+    width, height = left + cell * len(hosts) + 160, top + cell * len(hosts) + 30
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+           'font-size="11">' % (width, height),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="%d" y="22" font-size="15">%s</text>' % (left, escape(title))]
+    for i, host in enumerate(hosts):
+        centre = cell * i + cell / 2.0
+        out.append('<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>'
+                   % (left - 6, top + centre, escape(host)))
+        out.append('<text transform="translate(%.1f,%d) rotate(-60)">%s</text>' % (left + centre, top - 6, escape(host)))
+    for i, a in enumerate(hosts):
+        for j, b in enumerate(hosts):
+            x, y = left + j * cell, top + i * cell
+            if a == b:
+                out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="#f4f4f4" stroke="white"/>' % (x, y, cell, cell))
+                continue
+            if (a, b) not in values:
+                out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="white" stroke="#ddd"/>' % (x, y, cell, cell))
+                continue
+            value = values[(a, b)]
+            fill = "#9e9e9e" if value is None else _cell_color(value / best if best else 0)
+            stroke = ' stroke="black" stroke-width="2"' if (a, b) in marks else ' stroke="white"'
+            out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"%s><title>%s - %s: %s</title></rect>'
+                       % (x, y, cell, cell, fill, stroke, escape(a), escape(b),
+                          "failed" if value is None else "%.1f %s" % (value, escape(unit))))
+            text = "x" if value is None else ("%.0f" % value if value >= 10 else "%.1f" % value)
+            out.append('<text x="%.1f" y="%.1f" text-anchor="middle" dominant-baseline="middle">%s</text>'
+                       % (x + cell / 2.0, y + cell / 2.0, text))
+    legend_x = left + cell * len(hosts) + 20
+    for step in range(11):
+        out.append('<rect x="%d" y="%d" width="18" height="12" fill="%s"/>'
+                   % (legend_x, top + (10 - step) * 12, _cell_color(step / 10.0)))
+    out.append('<text x="%d" y="%d">%.1f %s (best)</text>' % (legend_x + 24, top + 10, best, escape(unit)))
+    out.append('<text x="%d" y="%d">0</text>' % (legend_x + 24, top + 130))
+    out.append('<rect x="%d" y="%d" width="18" height="12" fill="#9e9e9e"/><text x="%d" y="%d">failed (x)</text>'
+               % (legend_x, top + 150, legend_x + 24, top + 160))
+    out.append('<rect x="%d" y="%d" width="18" height="12" fill="white" stroke="black" stroke-width="2"/>'
+               '<text x="%d" y="%d">bad link</text>' % (legend_x, top + 170, legend_x + 24, top + 180))
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -55,3 +55,57 @@ def test_rank_with_a_failed_pair():
                           {"a": "n1", "b": "n2", "busbw": None}])
     assert ranked["bad_links"] == ["n0-n2", "n1-n2"]
     assert ranked["slow_hosts"] == ["n2"]  # no pair of n2 finished
+
+
+# --- the burn-in report: real nccl-tests output per pair, one slow host and one bad link ---
+
+def _capture_scaled(text, factor):
+    """The 8x H200 capture with every algbw/busbw figure scaled (a slower pair)."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0].isdigit() and len(parts) >= 13:
+            for index in (6, 7, 10, 11):
+                parts[index] = "%.2f" % (float(parts[index]) * factor)
+            line = " ".join(parts)
+        out.append(line)
+    return "\n".join(out)
+
+
+def test_burnin_report_names_the_slow_host_and_the_bad_link(read_fixture):
+    from ansible_collections.gpufabric.rdma.plugins.filter.validate import burnin_report
+    capture = read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
+    hosts = ["n%d" % i for i in range(1, 7)]
+    pairs = []
+    for number, round_pairs in enumerate(burnin.rounds(hosts)):
+        for a, b in round_pairs:
+            factor = 0.5 if "n4" in (a, b) else (0.6 if {a, b} == {"n1", "n2"} else 1.0)
+            pairs.append({"a": a, "b": b, "round": number, "rc": 0, "output": _capture_scaled(capture, factor)})
+    pairs[-1] = dict(pairs[-1], rc=1, output="n5: Test NCCL failure common.cu:1030 'unhandled system error'")
+    failed = "%s-%s" % (pairs[-1]["a"], pairs[-1]["b"])
+    report = burnin_report(pairs, tolerance=0.1)
+    assert report["rank"]["slow_hosts"] == ["n4"]
+    assert set(report["rank"]["bad_links"]) == {"n1-n2", failed}
+    assert report["failures"][0] == "slow host n4"
+    top = next(r for r in report["results"] if r["busbw"] is not None and "n4" not in (r["a"], r["b"]) and
+               {r["a"], r["b"]} != {"n1", "n2"})
+    assert top["largest_size"] == 4294967296 and top["busbw"] > 350
+    assert next(r for r in report["results"] if r["busbw"] is None)["error"] == "exited 1"
+    md = report["markdown"]
+    assert md.startswith("# Burn-in\n\nPROBLEMS: 6 hosts, 15 pairs in 5 rounds;")
+    assert "| n4 |" in md and "**yes**" in md and "exited 1" in md
+    svg = report["svg"]
+    assert svg.startswith("<svg") and svg.count("<title>") == 30 and svg.count('stroke-width="2"') == 4 + 1
+    assert "failed</title>" in svg
+    import xml.dom.minidom
+    xml.dom.minidom.parseString(svg)  # well-formed
+
+
+def test_burnin_report_floor_and_two_hosts(read_fixture):
+    from ansible_collections.gpufabric.rdma.plugins.filter.validate import burnin_report
+    capture = read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
+    report = burnin_report([{"a": "a", "b": "b", "round": 0, "rc": 0, "output": capture}], min_busbw=1000)
+    assert report["rank"]["slow_hosts"] == [] and report["rank"]["bad_links"] == []
+    assert report["failures"] == ["pair a-b below 1000 GB/s"]
+    assert "- below 1000.0 GB/s: a-b" in report["markdown"]
+    assert report["svg"].count("<title>") == 2
