@@ -68,8 +68,8 @@ stage_lab() {
   make lab || rc=1
   if [[ $rc -eq 0 ]]; then
     make lab >"$log" 2>&1 || { tail -n 40 "$log"; rc=1; }
-    echo "=== second make lab, site.yml recap:"
-    awk '/PLAY RECAP/{n++} n==2' "$log" | grep -E 'gpufabric-node' | tee "$log.recap"
+    echo "=== second make lab, site.yml and burnin.yml recaps:"
+    awk '/PLAY RECAP/{n++} n>=2' "$log" | grep -E '^gpufabric-node[0-9]+ +: ok=' | tee "$log.recap"
     if [[ $rc -eq 0 ]] && (! grep -q 'gpufabric-node' "$log.recap" || grep -vq ' changed=0 ' "$log.recap"); then
       echo "=== second make lab changed something:"; grep -B3 -E '^changed:' "$log" | head -n 40; rc=1
     fi
