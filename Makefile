@@ -17,7 +17,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help venv collection docker image lab lab-destroy lab-check test unit sanity lint yamllint build molecule bench changelog clean
+.PHONY: help venv collection docker image lab lab-destroy lab-check test unit sanity lint yamllint build molecule bench changelog clean ee-context
 
 help:
 	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml and burnin.yml"
@@ -25,6 +25,7 @@ help:
 	@echo "make lab-destroy  remove the lab containers and network"
 	@echo "make unit | sanity | lint | yamllint | build | molecule | lab-check   one stage of make test"
 	@echo "make bench        parser throughput (rows per second)"
+	@echo "make ee-context   the AWX execution environment's build context (ansible-builder create)"
 	@echo "make changelog    render CHANGELOG.rst from changelogs/fragments"
 
 $(VENV)/.installed: requirements-dev.txt
@@ -72,6 +73,14 @@ molecule: collection image
 # make lab twice on a fresh lab; fails unless the second site.yml run changes nothing (the lab stage of make test).
 lab-check: collection image
 	@tests/run-stages.sh lab
+
+# The execution environment's build context (Containerfile + _build) for ansible-builder build / AWX.
+ee-context: collection
+	rm -rf build/ee && mkdir -p build/ee
+	ansible-galaxy collection build --output-path build/ee . >/dev/null
+	mv build/ee/gpufabric-rdma-*.tar.gz build/ee/gpufabric-rdma.tar.gz
+	ansible-builder create --file execution-environment.yml --context build/ee/context >/dev/null
+	@echo "build context in build/ee/context: ansible-builder build --context build/ee/context -t <image>"
 
 bench: collection
 	python tests/bench/bench_parsers.py

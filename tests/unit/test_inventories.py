@@ -1,0 +1,67 @@
+"""The example inventories (inventories/examples/*): they parse, site/health/burnin accept them,
+and every role variable they set is an option that role documents."""
+
+import glob
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "inventories", "examples", "*", "hosts.yml")))
+ROLES = sorted(os.path.basename(os.path.dirname(os.path.dirname(p)))
+               for p in glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml")))
+
+
+def _options(role):
+    with open(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml")) as handle:
+        return set(yaml.safe_load(handle)["argument_specs"]["main"]["options"])
+
+
+def _role_of(variable):
+    """The role a variable belongs to: the longest role name that prefixes it."""
+    owners = [r for r in ROLES if variable.startswith(r + "_")]
+    return max(owners, key=len) if owners else None
+
+
+def test_there_is_one_example_per_fabric():
+    assert [os.path.basename(os.path.dirname(p)) for p in EXAMPLES] == ["erdma-alibaba", "infiniband", "roce-baremetal"]
+
+
+@pytest.mark.parametrize("hosts", EXAMPLES, ids=lambda p: os.path.basename(os.path.dirname(p)))
+def test_inventory_parses_and_playbooks_accept_it(hosts):
+    inventory = os.path.dirname(hosts)
+    listed = subprocess.run(["ansible-inventory", "-i", inventory, "--list"], capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    nodes = data["gpu_nodes"]["hosts"]
+    assert len(nodes) >= 2
+    assert data["_meta"]["hostvars"][nodes[0]]["nccl_env_profile"] in ("erdma", "roce", "infiniband")
+    for playbook in ("site.yml", "health.yml", "burnin.yml"):
+        check = subprocess.run(["ansible-playbook", "-i", inventory, "--syntax-check",
+                                os.path.join(ROOT, "playbooks", playbook)],
+                               capture_output=True, text=True, timeout=120, check=False)
+        assert check.returncode == 0, (playbook, check.stdout[-2000:], check.stderr[-2000:])
+
+
+@pytest.mark.parametrize("hosts", EXAMPLES, ids=lambda p: os.path.basename(os.path.dirname(p)))
+def test_every_role_variable_is_documented(hosts):
+    checked = 0
+    for path in glob.glob(os.path.join(os.path.dirname(hosts), "group_vars", "*.yml")):
+        with open(path) as handle:
+            variables = yaml.safe_load(handle) or {}
+        for name in variables:
+            role = _role_of(name)
+            if role is None:
+                continue
+            assert name in _options(role), "%s: %s is not an option of role %s" % (path, name, role)
+            checked += 1
+    assert checked >= 8
+
+
+def test_the_check_catches_a_typo():
+    assert _role_of("rdma_network_mtus") == "rdma_network" and "rdma_network_mtus" not in _options("rdma_network")
+    assert _role_of("nccl_tests_min_busbw") == "nccl_tests"  # not "nccl"
