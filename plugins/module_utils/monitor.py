@@ -42,8 +42,8 @@ except ImportError:  # pragma: no cover - Python 2 managed nodes are not support
     quote_plus = Request = build_opener = HTTPError = URLError = None
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils.health import SEVERITY_ORDER as SEVERITY_RANK
 
-SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 WEBHOOK_TYPES = ("lark", "feishu", "dingtalk", "slack", "generic")
 KINDS = ("new", "worse", "repeat", "recovered")
 TITLES = {"new": "FAULT", "worse": "FAULT WORSE", "repeat": "STILL FAULTY", "recovered": "RECOVERED"}
