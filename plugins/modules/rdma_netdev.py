@@ -31,7 +31,7 @@ description:
   - B(SR-IOV) VF count, B(IRQ affinity) of the NIC's interrupts and B(RPS) masks of its receive
     queues, each to the CPUs of the NIC's NUMA node (V(numa)) or an explicit CPU list (seed 001).
   - QoS, SR-IOV, IRQ and RPS settings do not survive a reboot; RV(boot_steps) lists them so a boot
-    unit can replay them (the M(gpufabric.rdma.rdma_network) role installs one).
+    unit can replay them (the R(gpufabric.rdma.rdma_network,ansible_collections.gpufabric.rdma.rdma_network_role) role installs one).
 options:
   name:
     description: Interface name. Exactly one of O(name) and O(rdma_device).

@@ -18,6 +18,9 @@ if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "gpufabric
     raise RuntimeError("run `make collection` first: %s has no gpufabric.rdma link" % COLLECTIONS)
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
+# Helpers shared by the tests (argspecs.py).
+if os.path.dirname(__file__) not in sys.path:
+    sys.path.insert(0, os.path.dirname(__file__))
 
 
 def fixture_path(*parts):

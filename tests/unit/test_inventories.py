@@ -9,21 +9,10 @@ import subprocess
 import pytest
 import yaml
 
+from argspecs import options as role_options, role_of
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "inventories", "examples", "*", "hosts.yml")))
-ROLES = sorted(os.path.basename(os.path.dirname(os.path.dirname(p)))
-               for p in glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml")))
-
-
-def _options(role):
-    with open(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml")) as handle:
-        return set(yaml.safe_load(handle)["argument_specs"]["main"]["options"])
-
-
-def _role_of(variable):
-    """The role a variable belongs to: the longest role name that prefixes it."""
-    owners = [r for r in ROLES if variable.startswith(r + "_")]
-    return max(owners, key=len) if owners else None
 
 
 def test_there_is_one_example_per_fabric():
@@ -54,14 +43,14 @@ def test_every_role_variable_is_documented(hosts):
         with open(path) as handle:
             variables = yaml.safe_load(handle) or {}
         for name in variables:
-            role = _role_of(name)
+            role = role_of(name)
             if role is None:
                 continue
-            assert name in _options(role), "%s: %s is not an option of role %s" % (path, name, role)
+            assert name in set(role_options(role)), "%s: %s is not an option of role %s" % (path, name, role)
             checked += 1
     assert checked >= 8
 
 
 def test_the_check_catches_a_typo():
-    assert _role_of("rdma_network_mtus") == "rdma_network" and "rdma_network_mtus" not in _options("rdma_network")
-    assert _role_of("nccl_tests_min_busbw") == "nccl_tests"  # not "nccl"
+    assert role_of("rdma_network_mtus") == "rdma_network" and "rdma_network_mtus" not in set(role_options("rdma_network"))
+    assert role_of("nccl_tests_min_busbw") == "nccl_tests"  # not "nccl"
