@@ -17,16 +17,17 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help venv collection docker image lab lab-destroy lab-check test unit sanity lint yamllint build molecule bench changelog clean ee-context
+.PHONY: help venv collection docker image lab lab-destroy lab-check test unit sanity lint yamllint build docs molecule bench changelog clean ee-context
 
 help:
 	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml and burnin.yml"
-	@echo "make test         every test: unit, sanity, ansible-lint, yamllint, build, molecule, lab (timed)"
+	@echo "make test         every test: unit, sanity, ansible-lint, yamllint, build, docs, molecule, lab (timed)"
 	@echo "make lab-destroy  remove the lab containers and network"
 	@echo "make unit | sanity | lint | yamllint | build | molecule | lab-check   one stage of make test"
+	@echo "make docs         the docs site (build/docs/html): reference from ansible-doc, guides, troubleshooting"
 	@echo "make bench        parser throughput (rows per second)"
 	@echo "make ee-context   the AWX execution environment's build context (ansible-builder create)"
-	@echo "make changelog    render CHANGELOG.rst from changelogs/fragments"
+	@echo "make changelog    preview the next release's CHANGELOG.rst (build/changelog) from changelogs/fragments"
 
 $(VENV)/.installed: requirements-dev.txt
 	@if ! $(PYTHON) -m venv --help >/dev/null 2>&1 || ! $(PYTHON) -c 'import ensurepip' 2>/dev/null; then \
@@ -62,7 +63,7 @@ lab-destroy: collection docker
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent
 
 test: collection image
-	@tests/run-stages.sh unit sanity lint yamllint build molecule lab
+	@tests/run-stages.sh unit sanity lint yamllint build docs molecule lab
 
 unit sanity lint yamllint build: collection
 	@tests/run-stages.sh $@
@@ -73,6 +74,12 @@ molecule: collection image
 # make lab twice on a fresh lab; fails unless the second site.yml run changes nothing (the lab stage of make test).
 lab-check: collection image
 	@tests/run-stages.sh lab
+
+# The docs site in build/docs/html: docs/troubleshooting.md regenerated from the source, the
+# reference from ansible-doc (antsibull-docs), the guides; any warning fails.
+docs: collection
+	python docs/site/troubleshooting.py
+	bash docs/site/build.sh
 
 # The execution environment's build context (Containerfile + _build) for ansible-builder build / AWX.
 ee-context: collection
@@ -85,8 +92,13 @@ ee-context: collection
 bench: collection
 	python tests/bench/bench_parsers.py
 
+# What the next release's CHANGELOG.rst will say: a release of galaxy.yml's version in a copy
+# (build/changelog), so the fragments stay. A real release: docs/versioning.md.
 changelog: collection
-	antsibull-changelog release --refresh-only 2>/dev/null || antsibull-changelog generate
+	antsibull-changelog lint
+	rm -rf build/changelog && mkdir -p build/changelog && cp -r changelogs galaxy.yml build/changelog/
+	cd build/changelog && antsibull-changelog release --version $$(python -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')
+	@echo "preview: build/changelog/CHANGELOG.rst"
 
 clean:
 	rm -rf build dist $(VENV) .pytest_cache

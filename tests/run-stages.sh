@@ -40,6 +40,11 @@ stage_yamllint() {
   yamllint --strict .
 }
 
+# The docs site (make docs): antsibull-docs lint and reference, the guides, Sphinx with -W.
+stage_docs() {
+  bash docs/site/build.sh
+}
+
 stage_build() {
   pytest -q tests/packaging
 }
