@@ -48,6 +48,7 @@ def test_tarball_holds_no_workshop_files(tarball):
         or FORBIDDEN_ANYWHERE & set(n.split("/"))
         or n.startswith("tests/output")
         or n.endswith((".tar.gz", ".pyc"))
+        or n in ("playbooks/lab.yml", "inventories/lab")
     ]
     assert offenders == []
 
@@ -66,24 +67,31 @@ def test_tarball_holds_the_collection(tarball):
     assert info["dependencies"] == _galaxy()["dependencies"]
 
 
-def test_installs_into_a_clean_path_and_documents_itself(tarball, tmp_path):
-    dest = tmp_path / "collections"
-    # --no-deps: the dependencies come from Galaxy, which CI cannot reach; the ansible
-    # package provides them here.
+@pytest.fixture(scope="module")
+def installed(tarball, tmp_path_factory):
+    """The tarball installed into an empty collections path, as `ansible-galaxy collection install`
+    leaves it, and the environment that sees only that path (plus the ansible package's bundled
+    collections, which stand in for the dependencies Galaxy would bring)."""
+    dest = tmp_path_factory.mktemp("collections")
+    # --no-deps: the dependencies come from Galaxy, which CI cannot reach.
     subprocess.run(
         ["ansible-galaxy", "collection", "install", "--no-deps", "--force", "-p", str(dest), str(tarball)],
         check=True, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(dest)),
     )
-    installed = dest / "ansible_collections" / "gpufabric" / "rdma"
-    assert (installed / "MANIFEST.json").is_file()
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(dest))
+    assert (dest / "ansible_collections" / "gpufabric" / "rdma" / "MANIFEST.json").is_file()
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(dest), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     env.pop("ANSIBLE_CONFIG", None)
+    return dest, env
+
+
+def test_installs_into_a_clean_path_and_documents_itself(installed, tmp_path):
+    dest, env = installed
     listed = subprocess.run(
         ["ansible-doc", "-t", "filter", "-l", "gpufabric.rdma", "--json"],
         check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
     )
     # Every filter, module and role of the checkout is documented and listed by the installed collection.
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = ROOT
     filters = {"gpufabric.rdma." + name[:-4] for name in os.listdir(os.path.join(here, "plugins", "filter"))
                if name.endswith(".yml")}
     assert filters and set(json.loads(listed.stdout)) == filters
@@ -99,3 +107,62 @@ def test_installs_into_a_clean_path_and_documents_itself(tarball, tmp_path):
         check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
     )
     assert set(json.loads(roles.stdout)) == {"gpufabric.rdma." + name for name in os.listdir(os.path.join(here, "roles"))}
+
+
+def test_the_installed_collection_runs_discover(installed, tmp_path):
+    """`ansible-playbook gpufabric.rdma.discover` from the installed tarball, on this machine
+    (implicit localhost), as a user would run it first; facts and report go to temporary paths."""
+    dest, env = installed
+    report = tmp_path / "report"
+    run = subprocess.run(
+        ["ansible-playbook", "gpufabric.rdma.discover", "-e", "ansible_become=false",
+         "-e", "discovery_facts_dir=%s" % (tmp_path / "facts"), "-e", "report_dir=%s" % report],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600, check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    readiness = json.loads((report / "readiness.json").read_text())
+    assert list(readiness["nodes"]) == ["localhost"]
+    assert (report / "readiness.md").read_text().startswith("#")
+    facts = json.loads((tmp_path / "facts" / "facts.json").read_text())
+    assert "gpu" in facts and "rdma_devices" in facts
+    # The play ran from the installed copy, not from a checkout.
+    assert str(dest) in subprocess.run(
+        ["ansible-galaxy", "collection", "list", "gpufabric.rdma", "--format", "json"],
+        capture_output=True, text=True, env=env, check=True).stdout
+
+
+def _task_keys(items):
+    for item in items or []:
+        if not isinstance(item, dict):
+            continue
+        for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
+            yield from _task_keys(item.get(key))
+        yield from item
+
+
+def test_the_dependencies_cover_every_collection_the_tarball_uses(tarball):
+    """Modules and lookups of other collections named in the shipped roles and playbooks, and
+    imports of other collections in the shipped plugins, are all declared in galaxy.yml."""
+    used = {}
+    with tarfile.open(tarball) as tar:
+        for member in tar.getmembers():
+            name = member.name
+            if not member.isfile():
+                continue
+            text = tar.extractfile(member).read().decode("utf-8", "replace")
+            if name.endswith(".yml") and name.startswith(("roles/", "playbooks/")):
+                data = yaml.safe_load(text)
+                if isinstance(data, list):
+                    for key in _task_keys(data):
+                        if key.count(".") == 2:
+                            used.setdefault(".".join(key.split(".")[:2]), set()).add(name)
+            if name.endswith(".py"):
+                for line in text.splitlines():
+                    if line.lstrip().startswith(("from ansible_collections.", "import ansible_collections.")):
+                        parts = line.split()[1].split(".")
+                        used.setdefault("%s.%s" % (parts[1], parts[2]), set()).add(name)
+    used.pop("ansible.builtin", None)
+    used.pop("gpufabric.rdma", None)
+    assert {"kubernetes.core", "community.general", "ansible.posix"} <= set(used)
+    undeclared = set(used) - set(_galaxy()["dependencies"])
+    assert not undeclared, dict((c, sorted(used[c])) for c in undeclared)
