@@ -92,12 +92,13 @@ ee-context: collection
 bench: collection
 	python tests/bench/bench_parsers.py
 
-# What the next release's CHANGELOG.rst will say: a release of galaxy.yml's version in a copy
-# (build/changelog), so the fragments stay. A real release: docs/versioning.md.
+# What the next (minor) release's CHANGELOG.rst will say, from the pending fragments: a release in a
+# copy (build/changelog), so the fragments stay. Cutting a real release: docs/versioning.md.
 changelog: collection
 	antsibull-changelog lint
 	rm -rf build/changelog && mkdir -p build/changelog && cp -r changelogs galaxy.yml build/changelog/
-	cd build/changelog && antsibull-changelog release --version $$(python -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')
+	cp CHANGELOG.rst build/changelog/ 2>/dev/null || true
+	cd build/changelog && antsibull-changelog release --version $$(python -c 'import yaml; v = yaml.safe_load(open("galaxy.yml"))["version"].split("."); print("%s.%d.0" % (v[0], int(v[1]) + 1))')
 	@echo "preview: build/changelog/CHANGELOG.rst"
 
 clean:

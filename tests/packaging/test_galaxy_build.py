@@ -21,24 +21,6 @@ FORBIDDEN_TOP = {".venv", "build", "dist", ".git", ".ci", ".cache", ".ansible", 
 FORBIDDEN_ANYWHERE = {".molecule", "__pycache__", ".pytest_cache"}
 
 
-def _galaxy():
-    with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
-
-
-@pytest.fixture(scope="module")
-def tarball(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        ["ansible-galaxy", "collection", "build", "--output-path", str(out), ROOT],
-        check=True, capture_output=True, text=True,
-    )
-    meta = _galaxy()
-    path = out / ("%s-%s-%s.tar.gz" % (meta["namespace"], meta["name"], meta["version"]))
-    assert path.is_file()
-    return path
-
-
 def test_tarball_holds_no_workshop_files(tarball):
     with tarfile.open(tarball) as tar:
         names = tar.getnames()
@@ -53,7 +35,7 @@ def test_tarball_holds_no_workshop_files(tarball):
     assert offenders == []
 
 
-def test_tarball_holds_the_collection(tarball):
+def test_tarball_holds_the_collection(tarball, galaxy):
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
         manifest = json.load(tar.extractfile("MANIFEST.json"))
@@ -64,7 +46,7 @@ def test_tarball_holds_the_collection(tarball):
         assert required in names, required
     info = manifest["collection_info"]
     assert (info["namespace"], info["name"]) == ("gpufabric", "rdma")
-    assert info["dependencies"] == _galaxy()["dependencies"]
+    assert info["dependencies"] == galaxy["dependencies"]
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +122,7 @@ def _task_keys(items):
         yield from item
 
 
-def test_the_dependencies_cover_every_collection_the_tarball_uses(tarball):
+def test_the_dependencies_cover_every_collection_the_tarball_uses(tarball, galaxy):
     """Modules and lookups of other collections named in the shipped roles and playbooks, and
     imports of other collections in the shipped plugins, are all declared in galaxy.yml."""
     used = {}
@@ -164,5 +146,5 @@ def test_the_dependencies_cover_every_collection_the_tarball_uses(tarball):
     used.pop("ansible.builtin", None)
     used.pop("gpufabric.rdma", None)
     assert {"kubernetes.core", "community.general", "ansible.posix"} <= set(used)
-    undeclared = set(used) - set(_galaxy()["dependencies"])
+    undeclared = set(used) - set(galaxy["dependencies"])
     assert not undeclared, dict((c, sorted(used[c])) for c in undeclared)
