@@ -59,14 +59,27 @@ def ecc_uncorrected_volatile(gpu):
     return sum(values) if values else None
 
 
-def parse_nvidia_smi_xml(text):
-    """`nvidia-smi -q -x` -> driver_version, cuda_version, count and gpus (see gpu_facts RETURN)."""
+def nvidia_smi_root(text):
+    """`nvidia-smi -q -x` text -> its <nvidia_smi_log> element, parsed once for every reader."""
     try:
         root = ElementTree.fromstring(text)
     except ElementTree.ParseError as exc:
         raise GpuParseError("nvidia-smi -q -x output is not XML: %s" % exc)
     if root.tag != "nvidia_smi_log":
         raise GpuParseError("expected <nvidia_smi_log>, got <%s>" % root.tag)
+    return root
+
+
+def attached_gpu_count(root):
+    """GPUs the driver reports (attached_gpus), else the <gpu> elements."""
+    attached = _number(xml_text(root, "attached_gpus"))
+    return int(attached) if attached is not None else len(root.findall("gpu"))
+
+
+def parse_nvidia_smi_xml(text):
+    """`nvidia-smi -q -x` (text, or its root from nvidia_smi_root) -> driver_version, cuda_version,
+    count and gpus (see gpu_facts RETURN)."""
+    root = text if hasattr(text, "findall") else nvidia_smi_root(text)
     gpus = []
     for index, gpu in enumerate(root.findall("gpu")):
         minor = _number(xml_text(gpu, "minor_number"))
@@ -87,11 +100,10 @@ def parse_nvidia_smi_xml(text):
                                      or xml_text(gpu, "power_readings/power_limit")),
             "temperature_c": _number(xml_text(gpu, "temperature/gpu_temp")),
         })
-    attached = _number(xml_text(root, "attached_gpus"))
     return {
         "driver_version": xml_text(root, "driver_version"),
         "cuda_version": xml_text(root, "cuda_version"),
-        "count": int(attached) if attached is not None else len(gpus),
+        "count": attached_gpu_count(root),
         "gpus": gpus,
     }
 

@@ -129,9 +129,10 @@ def _count(text):
 
 
 def parse_gpu_memory_health(xml_text):
-    """`nvidia-smi -q -x` -> per GPU: pci, ecc_uncorrectable (volatile), remap pending/failure,
-    uncorrectable remapped rows, retired pages (single, double) and retirement pending."""
-    root = ElementTree.fromstring(xml_text)
+    """`nvidia-smi -q -x` (text, or its root from gpu.nvidia_smi_root) -> per GPU: pci,
+    ecc_uncorrectable (volatile), remap pending/failure, uncorrectable remapped rows, retired
+    pages (single, double) and retirement pending."""
+    root = xml_text if hasattr(xml_text, "findall") else ElementTree.fromstring(xml_text)
     gpus = []
     for gpu in root.findall("gpu"):
         gpus.append({

@@ -120,8 +120,8 @@ def _gpus(opts, runner):
         lines = (err or out).strip().splitlines()
         return 0, [], "nvidia-smi -q -x exited %d: %s" % (rc, lines[0] if lines else "")
     try:
-        parsed = gpu.parse_nvidia_smi_xml(out)
-        return parsed["count"], health.parse_gpu_memory_health(out), None
+        root = gpu.nvidia_smi_root(out)  # parsed once, read twice
+        return gpu.attached_gpu_count(root), health.parse_gpu_memory_health(root), None
     except (gpu.GpuParseError, ValueError) as exc:
         return 0, [], str(exc)
 

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import health, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, health, rdma
 
 
 def test_xids_from_a_production_node(read_fixture):
@@ -106,3 +106,13 @@ def test_nccl_conf_drift():
                                             ("0000:b3:00.0", "0000:b3:00")])
 def test_short_pci(address, short):
     assert health.short_pci(address) == short
+
+
+def test_one_parse_of_the_nvidia_smi_xml_serves_both_readers(read_fixture):
+    text = read_fixture("nvidia_smi", "q_h200x8.xml")
+    root = gpu.nvidia_smi_root(text)
+    assert health.parse_gpu_memory_health(root) == health.parse_gpu_memory_health(text)
+    assert gpu.parse_nvidia_smi_xml(root) == gpu.parse_nvidia_smi_xml(text)
+    assert gpu.attached_gpu_count(root) == 8
+    with pytest.raises(gpu.GpuParseError):
+        gpu.nvidia_smi_root("<html/>")
