@@ -68,7 +68,7 @@ def test_playbooks_pass_syntax_check(oldest, playbook):
 
 
 def test_discover_runs(oldest, tmp_path):
-    env, _ = oldest
+    env = oldest[0]
     run = _run(["ansible-playbook", "gpufabric.rdma.discover", "-e", "ansible_become=false",
                 "-e", "discovery_facts_dir=%s" % (tmp_path / "facts"), "-e", "report_dir=%s" % (tmp_path / "report")],
                env, tmp_path)
