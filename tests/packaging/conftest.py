@@ -2,11 +2,15 @@
 
 import os
 import subprocess
+import sys
 
 import pytest
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# The install steps the tests share (installing.py).
+if os.path.dirname(__file__) not in sys.path:
+    sys.path.insert(0, os.path.dirname(__file__))
 
 
 def galaxy_metadata():

@@ -12,6 +12,7 @@ import tarfile
 
 import pytest
 import yaml
+from installing import assert_ansible_doc_lists_everything, install, run_discover
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -52,59 +53,21 @@ def test_tarball_holds_the_collection(tarball, galaxy):
 @pytest.fixture(scope="module")
 def installed(tarball, tmp_path_factory):
     """The tarball installed into an empty collections path, as `ansible-galaxy collection install`
-    leaves it, and the environment that sees only that path (plus the ansible package's bundled
-    collections, which stand in for the dependencies Galaxy would bring)."""
+    leaves it, and the environment that sees only that path."""
     dest = tmp_path_factory.mktemp("collections")
-    # --no-deps: the dependencies come from Galaxy, which CI cannot reach.
-    subprocess.run(
-        ["ansible-galaxy", "collection", "install", "--no-deps", "--force", "-p", str(dest), str(tarball)],
-        check=True, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(dest)),
-    )
-    assert (dest / "ansible_collections" / "gpufabric" / "rdma" / "MANIFEST.json").is_file()
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(dest), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    env.pop("ANSIBLE_CONFIG", None)
-    return dest, env
+    return dest, install(tarball, dest)
 
 
 def test_installs_into_a_clean_path_and_documents_itself(installed, tmp_path):
-    dest, env = installed
-    listed = subprocess.run(
-        ["ansible-doc", "-t", "filter", "-l", "gpufabric.rdma", "--json"],
-        check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
-    )
-    # Every filter, module and role of the checkout is documented and listed by the installed collection.
-    here = ROOT
-    filters = {"gpufabric.rdma." + name[:-4] for name in os.listdir(os.path.join(here, "plugins", "filter"))
-               if name.endswith(".yml")}
-    assert filters and set(json.loads(listed.stdout)) == filters
-    modules = subprocess.run(
-        ["ansible-doc", "-t", "module", "-l", "gpufabric.rdma", "--json"],
-        check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
-    )
-    assert set(json.loads(modules.stdout)) == {"gpufabric.rdma." + name[:-3] for name in
-                                               os.listdir(os.path.join(here, "plugins", "modules"))
-                                               if name.endswith(".py") and not name.startswith("_")}
-    roles = subprocess.run(
-        ["ansible-doc", "-t", "role", "-l", "gpufabric.rdma", "--json"],
-        check=True, capture_output=True, text=True, env=env, cwd=str(tmp_path),
-    )
-    assert set(json.loads(roles.stdout)) == {"gpufabric.rdma." + name for name in os.listdir(os.path.join(here, "roles"))}
+    assert_ansible_doc_lists_everything(installed[1], tmp_path)
 
 
 def test_the_installed_collection_runs_discover(installed, tmp_path):
     """`ansible-playbook gpufabric.rdma.discover` from the installed tarball, on this machine
     (implicit localhost), as a user would run it first; facts and report go to temporary paths."""
     dest, env = installed
-    report = tmp_path / "report"
-    run = subprocess.run(
-        ["ansible-playbook", "gpufabric.rdma.discover", "-e", "ansible_become=false",
-         "-e", "discovery_facts_dir=%s" % (tmp_path / "facts"), "-e", "report_dir=%s" % report],
-        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600, check=False,
-    )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    readiness = json.loads((report / "readiness.json").read_text())
-    assert list(readiness["nodes"]) == ["localhost"]
-    assert (report / "readiness.md").read_text().startswith("#")
+    run_discover(env, tmp_path)
+    assert (tmp_path / "report" / "readiness.md").read_text().startswith("#")
     facts = json.loads((tmp_path / "facts" / "facts.json").read_text())
     assert "gpu" in facts and "rdma_devices" in facts
     # The play ran from the installed copy, not from a checkout.

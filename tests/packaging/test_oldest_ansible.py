@@ -3,12 +3,12 @@ pinned 2.19. Here the tarball is installed under the oldest promised release (a 
 tests/packaging/requirements-oldest.txt): ansible-doc lists every plugin and role, every playbook
 passes --syntax-check with an example inventory, and discover runs on this machine."""
 
-import json
 import os
 import subprocess
 import sys
 
 import pytest
+from installing import assert_ansible_doc_lists_everything, install, run_discover
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 REQUIREMENTS = os.path.join(os.path.dirname(__file__), "requirements-oldest.txt")
@@ -21,12 +21,7 @@ def oldest(tarball, tmp_path_factory):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-r", REQUIREMENTS], check=True,
                    capture_output=True, text=True)
-    collections = base / "collections"
-    env = dict(os.environ, PATH="%s:%s" % (venv / "bin", os.environ["PATH"]), ANSIBLE_COLLECTIONS_PATH=str(collections),
-               ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    env.pop("ANSIBLE_CONFIG", None)
-    subprocess.run(["ansible-galaxy", "collection", "install", "--no-deps", "-p", str(collections), str(tarball)],
-                   check=True, capture_output=True, text=True, env=env)
+    env = install(tarball, base / "collections", dict(os.environ, PATH="%s:%s" % (venv / "bin", os.environ["PATH"])))
     return env, base
 
 
@@ -44,14 +39,7 @@ def test_it_is_the_oldest_promised_release(oldest):
 
 def test_ansible_doc_lists_everything(oldest):
     env, base = oldest
-    for kind, directory, suffix in (("module", "modules", ".py"), ("filter", "filter", ".yml")):
-        listed = _run(["ansible-doc", "-t", kind, "-l", "gpufabric.rdma", "--json"], env, base)
-        assert listed.returncode == 0, listed.stderr
-        expected = {"gpufabric.rdma." + n[:-len(suffix)] for n in os.listdir(os.path.join(ROOT, "plugins", directory))
-                    if n.endswith(suffix) and not n.startswith("_")}
-        assert set(json.loads(listed.stdout)) == expected
-    roles = _run(["ansible-doc", "-t", "role", "-l", "gpufabric.rdma", "--json"], env, base)
-    assert set(json.loads(roles.stdout)) == {"gpufabric.rdma." + r for r in os.listdir(os.path.join(ROOT, "roles"))}
+    assert_ansible_doc_lists_everything(env, base)
 
 
 @pytest.mark.parametrize("playbook", ["site", "validate", "burnin", "health", "kubernetes"])
@@ -68,9 +56,4 @@ def test_playbooks_pass_syntax_check(oldest, playbook):
 
 
 def test_discover_runs(oldest, tmp_path):
-    env = oldest[0]
-    run = _run(["ansible-playbook", "gpufabric.rdma.discover", "-e", "ansible_become=false",
-                "-e", "discovery_facts_dir=%s" % (tmp_path / "facts"), "-e", "report_dir=%s" % (tmp_path / "report")],
-               env, tmp_path)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert list(json.loads((tmp_path / "report" / "readiness.json").read_text())["nodes"]) == ["localhost"]
+    run_discover(oldest[0], tmp_path)
