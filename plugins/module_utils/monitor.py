@@ -41,7 +41,7 @@ try:
 except ImportError:  # pragma: no cover - Python 2 managed nodes are not supported by the monitor
     quote_plus = Request = build_opener = HTTPError = URLError = None
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks, text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.health import SEVERITY_ORDER as SEVERITY_RANK
 
 WEBHOOK_TYPES = ("lark", "feishu", "dingtalk", "slack", "generic")
@@ -273,6 +273,18 @@ def post(webhook, body, now, timeout=10, opener=None):
     return redact(error, webhook) if error else None
 
 
+def carried_secret(webhook):
+    """What secret a request to the webhook reveals on the wire, or None: its signing secret, a token in the
+    query string, or a chat service's URL path (Lark, DingTalk and Slack put the token there)."""
+    if webhook.get("secret"):
+        return "its signing secret"
+    if "?" in webhook["url"]:
+        return "the token in its URL's query string"
+    if webhook["type"] != "generic":
+        return "its URL path (a %s webhook's path is its token)" % webhook["type"]
+    return None
+
+
 def check_config(config):
     """The configuration with defaults, or ConfigError naming the bad entry."""
     if not isinstance(config, dict):
@@ -301,11 +313,21 @@ def check_config(config):
         names.add(label)
         if webhook.get("type") not in WEBHOOK_TYPES:
             raise ConfigError("%s: type must be one of %s, got %r" % (where, ", ".join(WEBHOOK_TYPES), webhook.get("type")))
-        if not str(webhook.get("url") or "").startswith(("http://", "https://")):
+        url = webhook.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError("%s: url must start with http:// or https://" % where)
-        extra = sorted(set(webhook) - set(("name", "type", "url", "secret")))
+        if text.describe_unsafe(url) or (webhook.get("secret") is not None and (
+                not isinstance(webhook["secret"], str) or text.describe_unsafe(webhook["secret"]))):
+            raise ConfigError("%s: the url and the secret must be one-line strings" % where)
+        extra = sorted(set(webhook) - set(("name", "type", "url", "secret", "insecure_http")))
         if extra:
             raise ConfigError("%s: unknown key(s) %s" % (where, ", ".join(extra)))
+        if not isinstance(webhook.get("insecure_http", False), bool):
+            raise ConfigError("%s: insecure_http must be true or false" % where)
+        secret = carried_secret(webhook) if url.startswith("http://") else None
+        if secret and not webhook.get("insecure_http"):
+            raise ConfigError("%s: the url is http://, so %s would cross the network in clear text: use https://, "
+                              "or set insecure_http: true to send it anyway" % (where, secret))
     try:
         merged["checks"] = node_checks.options(merged["checks"])
     except node_checks.CheckOptionError as exc:
@@ -352,7 +374,7 @@ def run_once(config, runner=None, now=None, opener=None, log=_say):
     state, warning = load_state(config["state_file"])
     if warning:
         log(warning)
-    result = node_checks.check_node(config["checks"], runner or node_checks.SubprocessRunner(), host=host,
+    result = node_checks.check_node(config["checks"], runner, host=host,
                                     previous_counters=state.get("counters"))
     names = [w["name"] for w in config["webhooks"]]
     by_name = dict((w["name"], w) for w in config["webhooks"])

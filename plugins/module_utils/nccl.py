@@ -14,6 +14,7 @@ __metaclass__ = type
 import difflib
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.shell import shell_quote
 
 PROFILES = ("auto", "infiniband", "roce", "erdma", "acs_rdma_type1", "acs_rdma_type2", "socket")
@@ -76,6 +77,35 @@ NCCL_UID_STAGGER_RATE NCCL_UID_STAGGER_THRESHOLD NCCL_WIN_ENABLE NCCL_WORK_FIFO_
 """.split())
 
 _NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+_DEVICE_KEYS = (("name", str), ("transport", str), ("ports", list))
+_PORT_KEYS = (("port", int), ("state", str), ("roce_v2_gid_index", int))
+
+
+def check_devices(devices):
+    """RDMA devices as rdma_devices returns them; ValueError naming the first entry that is not."""
+    if devices is None:
+        return []
+    if not isinstance(devices, list):
+        raise ValueError("rdma_devices must be a list of devices (rdma_devices' facts), got %s" % type(devices).__name__)
+    for index, device in enumerate(devices):
+        where = "rdma_devices[%d]" % index
+        if not isinstance(device, dict):
+            raise ValueError("%s must be a device (a mapping with name, transport and ports), got %r" % (where, device))
+        for key, kind in _DEVICE_KEYS:
+            if key not in device or not isinstance(device[key], kind) or isinstance(device[key], bool):
+                raise ValueError("%s: %s must be a %s, got %r" % (where, key, kind.__name__, device.get(key)))
+        text.check_line("%s.name" % where, device["name"], allow_empty=False)
+        for number, port in enumerate(device["ports"]):
+            port_where = "%s (%s).ports[%d]" % (where, device["name"], number)
+            if not isinstance(port, dict):
+                raise ValueError("%s must be a mapping, got %r" % (port_where, port))
+            for key, kind in _PORT_KEYS:
+                value = port.get(key)
+                if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+                    raise ValueError("%s: %s must be a %s, got %r" % (port_where, key, kind.__name__, value))
+    return devices
 
 
 def _active_ports(device):
@@ -161,7 +191,9 @@ def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, 
     ``profile`` may be `auto`; ``overrides`` (dict) has the last word, ``unset`` (names)
     removes variables. Every variable comes with one line saying why it is there.
     """
-    devices = rdma_devices or []
+    devices = check_devices(rdma_devices)
+    if socket_ifname is not None:
+        text.check_line("socket_ifname", socket_ifname)
     resolved, why = resolve_profile(profile, devices)
     if resolved in _FIXED:
         entries = list(_FIXED[resolved])
@@ -173,16 +205,24 @@ def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, 
     for name, value, reason in entries:
         env[name] = value
         reasons[name] = reason
+    if not isinstance(overrides or {}, dict):
+        raise ValueError("overrides must be a mapping of NCCL variables, got %r" % (overrides,))
     for name, value in (overrides or {}).items():
-        if not _NAME_RE.match(str(name)):
+        if not isinstance(name, str) or not _NAME_RE.match(name):
             raise ValueError("override name %r is not an environment variable name" % (name,))
+        if isinstance(value, (dict, list)):
+            raise ValueError("overrides.%s must be a string, a number or a boolean, got %r" % (name, value))
         value = "" if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
-        env[name] = value
+        env[name] = text.check_line("overrides.%s" % name, value)
         before = _profile_value(entries, name)
         reasons[name] = "set by overrides" + (" (profile had %r)" % before if before is not None else "")
     for name in unset or []:
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            raise ValueError("unset entry %r is not an environment variable name" % (name,))
         env.pop(name, None)
         reasons.pop(name, None)
+    for name, value in env.items():
+        text.check_line(name, value)  # a device name from sysfs or a discovered interface lands here too
     warnings.extend(check_variables(list(env) + list(unset or [])))
     if env.get("NCCL_IB_DISABLE") == "1" and env.get("NCCL_IB_HCA"):
         warnings.append("NCCL_IB_DISABLE=1 turns IB off, so NCCL_IB_HCA=%s has no effect: drop one of them"
@@ -220,7 +260,7 @@ def render_profile_script(result):
 
 def default_route_interface(proc_net_route):
     """Interface of the IPv4 default route from /proc/net/route text (None when there is none)."""
-    for line in (proc_net_route or "").splitlines()[1:]:
+    for line in text.clean_lines(proc_net_route, "/proc/net/route")[1:]:
         fields = line.split()
         if len(fields) > 7 and fields[1] == "00000000" and fields[7] == "00000000":
             return fields[0]

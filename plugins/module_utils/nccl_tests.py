@@ -13,19 +13,36 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
+
 _VERSION_RE = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*?nccl-library=(\d+))?")
 _NCCL_INFO_VERSION_RE = re.compile(r"NCCL INFO NCCL version\s+(\d+\.\d+\.\d+)")
+_NCCL_VERSION_LINE_RE = re.compile(r"^NCCL version\s+(\d+\.\d+\.\d+)")
 _COLLECTIVE_RE = re.compile(r"^#\s*Collective test (starting|concluded):\s*(\S+)")
-_RANK_RE = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
-                      r"\[([^\]]*)\]\s+(.*?)\s*$")
+# The device name runs to the end of the line (already right-stripped): no trailing \s* to backtrack over.
+_RANK_RE = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
+                      r"\[([^\]]*)\]\s+(.*)$")
 _OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S*)")
 _AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)")
-_ERROR_RE = re.compile(r"(Test (?:NCCL|CUDA) failure|Test failure|NCCL WARN|\bError\b|aborted)", re.I)
+_START_RE = re.compile(r"^#\s*nThread\s+\d+")
+# nccl-tests' own failure lines (common.cu: TESTCHECK, NCCLCHECK, CUDACHECK, the GPU count check):
+# a run that prints one failed, whatever its table says.
+_FAILURE_RE = re.compile(r"Test (?:NCCL|CUDA) failure|Test failure|Invalid number of GPUs")
+# Lines worth showing a person but that decide nothing: NCCL warnings, MPI help and abort notices.
+_WARNING_RE = re.compile(r"NCCL WARN|\berror\b|\baborted\b|\bWARNING\b|signal \d+|exited on signal|"
+                         r"non-zero (?:exit|status)|orte_base_help_aggregate|more process(?:es)? ha(?:s|ve) sent help",
+                         re.I)
 _GROUP_FIELDS = ("time", "algbw", "busbw")
+_MAX_NOTES = 40
+
+# What a blank column of an older release could have held, told apart by its text.
+_TYPES = frozenset("int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2 fp8_e4m3 fp8_e5m2 "
+                   "int uint char".split())
+_REDOPS = frozenset("sum prod max min avg mulsum premulsum none all".split())
 
 
 class NcclTestsParseError(ValueError):
-    """The text holds no nccl-tests result table."""
+    """The text is not nccl-tests output (nor a -J document); the message says what was missing."""
 
 
 def nccl_version_from_code(code):
@@ -54,10 +71,14 @@ def _wrong(text):
 
 
 def _collective(name):
+    """'/opt/build/all_reduce_perf' or 'all_reduce_perf_mpi' (the MPI=1 build's name) -> 'all_reduce'."""
     if not name:
         return None
-    name = name.rsplit("/", 1)[-1]
-    return name[:-5] if name.endswith("_perf") else name
+    name = str(name).rsplit("/", 1)[-1]
+    for suffix in ("_perf_mpi", "_perf"):
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return name
 
 
 def _header_columns(line):
@@ -68,11 +89,49 @@ def _header_columns(line):
     return tokens
 
 
+def _prefix_kind(token):
+    if token.lstrip("-").isdigit():
+        return "root"
+    if token in _REDOPS:
+        return "redop"
+    if token in _TYPES:
+        return "type"
+    return None
+
+
+def _prefix(tokens, columns):
+    """Map the tokens before the first 'time' column to their columns.
+
+    Older releases print some of these columns blank (alltoall's redop before nccl-tests 2.13, and
+    'root' was not printed at all): with fewer tokens than columns, each token after size and count
+    goes to the column its text belongs to, and a column with no token stays None.
+    """
+    if len(tokens) == len(columns):
+        return dict(zip(columns, tokens))
+    mapped = dict(zip(columns[:2], tokens[:2]))
+    rest = [c for c in columns[2:]]
+    for token in tokens[2:]:
+        kind = _prefix_kind(token)
+        if kind in rest:
+            mapped[kind] = token
+            rest = rest[rest.index(kind) + 1:]
+        elif rest and kind is None:
+            mapped[rest.pop(0)] = token
+    return mapped
+
+
 def _row(tokens, columns):
+    """One result row -> dict, or None when the tokens do not fit the header."""
     first_time = columns.index("time")
-    prefix = dict(zip(columns[:first_time], tokens[:first_time]))
+    group_columns = columns[first_time:]
+    if len(tokens) < len(group_columns) + 2 or len(tokens) > len(columns):
+        return None
+    split = len(tokens) - len(group_columns)
+    prefix = _prefix(tokens[:split], columns[:first_time])
+    if not (prefix.get("size", "").isdigit() and prefix.get("count", "").isdigit()):
+        return None
     groups = []
-    rest_cols, rest = columns[first_time:], tokens[first_time:]
+    rest_cols, rest = group_columns, tokens[split:]
     while rest_cols:
         width = 4 if len(rest_cols) >= 4 and rest_cols[3] in ("#wrong", "wrong", "error") else 3
         cell = dict(zip(rest_cols[:width], rest[:width]))
@@ -111,36 +170,53 @@ def _summarize(result):
     return result
 
 
+def _note(notes, line):
+    if len(notes) < _MAX_NOTES and line not in notes:
+        notes.append(line)
+
+
 def parse_text(text):
+    """The text a *_perf binary prints, as it reaches us: plain, or behind srun -l / mpirun --tag-output
+    / --timestamp-output labels, with CR line ends, colours or bytes that are not UTF-8.
+
+    A run passes on its rows, #wrong, the out-of-bounds check and nccl-tests' own failure lines;
+    NCCL warnings and MPI help or abort notices are kept in ``warnings`` and decide nothing by
+    themselves. A run that ended before its table gives ``rows: []``, ``passed: false``, the ranks
+    it listed and the lines that say why, not an exception.
+    """
     result = {"format": "text", "collective": None, "nccl_tests_version": None, "nccl_version": None,
               "ranks": [], "rows": [], "avg_busbw": None, "peak_busbw": None, "out_of_bounds": None,
-              "wrong": None, "completed": False, "errors": [], "passed": False}
+              "wrong": None, "completed": False, "table": False, "errors": [], "warnings": [], "passed": False}
     columns = None
     ranks = {}
-    for raw in (text or "").splitlines():
-        line = raw.rstrip()
-        if not line.strip():
+    seen_output = False
+    for raw in _text.launcher_lines(text, "nccl-tests output"):
+        line = raw.strip()
+        if not line:
             continue
         if line.startswith("#"):
             match = _VERSION_RE.match(line)
             if match:
+                seen_output = True
                 result["nccl_tests_version"] = match.group(1)
                 if match.group(2) and not result["nccl_version"]:
                     result["nccl_version"] = nccl_version_from_code(match.group(2))
                 continue
             match = _COLLECTIVE_RE.match(line)
             if match:
+                seen_output = True
                 result["collective"] = _collective(match.group(2))
                 if match.group(1) == "concluded":
                     result["completed"] = True
                 continue
             match = _RANK_RE.match(line)
             if match:
+                seen_output = True
                 rank = int(match.group(1))
                 ranks.setdefault(rank, {
                     "rank": rank, "group": int(match.group(2)) if match.group(2) else None,
                     "pid": int(match.group(3)), "host": match.group(4), "device": int(match.group(5)),
-                    "bus_id": match.group(6), "gpu": match.group(7),
+                    "bus_id": match.group(6), "gpu": match.group(7).strip(),
                 })
                 continue
             match = _OOB_RE.match(line)
@@ -151,68 +227,112 @@ def parse_text(text):
             if match:
                 result["avg_busbw"] = _number(match.group(1))
                 continue
+            if _START_RE.match(line):
+                seen_output = True
+                continue
             header = _header_columns(line)
             if header:
                 columns = header
+                result["table"] = seen_output = True
             continue
-        match = _NCCL_INFO_VERSION_RE.search(line)
+        tokens = line.split()
+        if columns and tokens[0].isdigit():
+            row = _row(tokens, columns)
+            if row is not None:
+                result["rows"].append(row)
+                continue
+        match = _NCCL_INFO_VERSION_RE.search(line) or _NCCL_VERSION_LINE_RE.match(line)
         if match:
             result["nccl_version"] = match.group(1)
             continue
-        tokens = line.split()
-        if columns and len(tokens) == len(columns) and tokens[0].isdigit() and tokens[1].isdigit():
-            result["rows"].append(_row(tokens, columns))
-            continue
         if "NCCL INFO" in line:
             continue
-        if _ERROR_RE.search(line):
-            result["errors"].append(line.strip())
-    if not result["rows"] and columns is None:
-        raise NcclTestsParseError("no nccl-tests result table (a '#  size  count  type ...' header) in the text")
+        if _FAILURE_RE.search(line):
+            seen_output = True
+            _note(result["errors"], line)
+        elif _WARNING_RE.search(line):
+            _note(result["warnings"], line)
+    if not seen_output and not result["rows"]:
+        raise NcclTestsParseError("no nccl-tests output in the text: no '# nThread' line, no result table "
+                                  "('#  size  count  type ...') and no nccl-tests failure line")
     # Old versions print no 'concluded' line: the average line closes those runs.
     if not result["completed"] and result["avg_busbw"] is not None and result["nccl_tests_version"] is None:
         result["completed"] = True
+    if not result["rows"] and not result["errors"]:
+        result["errors"].append("the run ended before its result table" if not result["table"]
+                                else "the run printed its table header but no result row")
     result["ranks"] = [ranks[r] for r in sorted(ranks)]
     return _summarize(result)
 
 
+def _json_group(group, where):
+    if group is None:
+        return None
+    if not isinstance(group, dict):
+        raise NcclTestsParseError("%s is not an object" % where)
+    wrong = group.get("nwrong")
+    values = {}
+    for key, name in (("time", "time_us"), ("alg_bw", "algbw"), ("bus_bw", "busbw")):
+        value = group.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise NcclTestsParseError("%s.%s is not a number: %r" % (where, key, value))
+        values[name] = value
+    values["wrong"] = int(wrong) if isinstance(wrong, (int, float)) and not isinstance(wrong, bool) else None
+    return values
+
+
 def parse_json(document):
-    data = json.loads(document) if not isinstance(document, dict) else document
-    if "results" not in data:
-        raise NcclTestsParseError("nccl-tests JSON has no 'results'")
+    """The document nccl-tests writes with -J (text or already loaded) -> the same result as parse_text."""
+    if isinstance(document, (str, bytes)):
+        try:
+            data = json.loads(_text.clean(document, "nccl-tests JSON"))
+        except ValueError as exc:
+            raise NcclTestsParseError("nccl-tests -J output is not valid JSON (%s)" % exc)
+    else:
+        data = document
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise NcclTestsParseError("nccl-tests JSON has no 'results' list")
     rows = []
-    for item in data["results"]:
-        groups = []
-        for key in ("out_of_place", "in_place"):
-            group = item.get(key)
-            if group is None:
-                groups.append(None)
-                continue
-            wrong = group.get("nwrong")
-            groups.append({"time_us": group.get("time"), "algbw": group.get("alg_bw"), "busbw": group.get("bus_bw"),
-                           "wrong": int(wrong) if isinstance(wrong, (int, float)) else None})
+    for index, item in enumerate(data["results"]):
+        where = "results[%d]" % index
+        if not isinstance(item, dict):
+            raise NcclTestsParseError("%s is not an object" % where)
+        try:
+            size, count = int(item["size"]), int(item["count"])
+        except (KeyError, TypeError, ValueError):
+            raise NcclTestsParseError("%s has no whole-number size and count" % where)
         root = str(item.get("root", "")).strip()
-        rows.append({"size": int(item["size"]), "count": int(item["count"]), "type": item.get("type"),
+        rows.append({"size": size, "count": count, "type": item.get("type"),
                      "redop": item.get("redop"), "root": int(root) if root.lstrip("-").isdigit() else None,
-                     "out_of_place": groups[0], "in_place": groups[1]})
-    config = data.get("config") or {}
+                     "out_of_place": _json_group(item.get("out_of_place"), where + ".out_of_place"),
+                     "in_place": _json_group(item.get("in_place"), where + ".in_place")})
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
     ranks = [{"rank": d.get("rank"), "group": d.get("group"), "pid": d.get("pid"), "host": d.get("hostname"),
               "device": d.get("device"), "bus_id": d.get("device_hex"), "gpu": d.get("device_info")}
-             for d in config.get("devices") or []]
-    oob = data.get("out_of_bounds")
-    avg = (data.get("average_bus_bandwidth") or {}).get("bandwidth")
-    args = data.get("args") or []
+             for d in config.get("devices") or [] if isinstance(d, dict)]
+    oob = data.get("out_of_bounds") if isinstance(data.get("out_of_bounds"), dict) else None
+    average = data.get("average_bus_bandwidth")
+    avg = average.get("bandwidth") if isinstance(average, dict) else None
+    args = data.get("args") if isinstance(data.get("args"), list) else []
+    errors = data.get("errors") if isinstance(data.get("errors"), list) else []
+    try:
+        version = nccl_version_from_code(data["nccl_version"]) if data.get("nccl_version") else None
+    except (TypeError, ValueError):
+        version = None
     result = {
         "format": "json",
         "collective": _collective(args[0]) if args else None,
         "nccl_tests_version": None,
-        "nccl_version": nccl_version_from_code(data["nccl_version"]) if data.get("nccl_version") else None,
+        "nccl_version": version,
         "ranks": ranks,
         "rows": rows,
-        "avg_busbw": avg,
-        "out_of_bounds": {"count": int(oob.get("count", 0)), "ok": str(oob.get("okay")).lower() == "true"} if oob else None,
+        "avg_busbw": avg if isinstance(avg, (int, float)) and not isinstance(avg, bool) else None,
+        "out_of_bounds": {"count": int(oob.get("count") or 0), "ok": str(oob.get("okay")).lower() == "true"}
+        if oob else None,
         "completed": bool(data.get("end_time")),
-        "errors": [e for e in data.get("errors") or [] if e],
+        "table": bool(rows),
+        "errors": [str(e) for e in errors if e],
+        "warnings": [],
     }
     return _summarize(result)
 
@@ -221,7 +341,11 @@ def parse(text):
     """Any nccl-tests output: the text a *_perf binary prints, or the document it writes with -J."""
     if isinstance(text, dict):
         return parse_json(text)
-    stripped = (text or "").lstrip()
+    if isinstance(text, bytes):
+        text = _text.clean(text, "nccl-tests output")
+    if text is not None and not isinstance(text, str):
+        raise NcclTestsParseError("nccl-tests output must be text, got %s" % type(text).__name__)
+    stripped = (text or "").lstrip(u"\ufeff \t\r\n")
     if stripped.startswith("{"):
         return parse_json(stripped)
     return parse_text(text)

@@ -4,9 +4,9 @@
 """One health check of a node: what the node_health module returns and the health monitor sends.
 
 Both call ``check_node`` with the same options, so a finding reported by an Ansible run and a
-finding posted by the systemd timer are the same finding. Commands run through a ``runner`` with
-``which(name)`` and ``run(argv) -> (rc, stdout, stderr)``: AnsibleModule in the module, subprocess
-in the monitor. The parsing is in health.py, gpu.py and rdma.py.
+finding posted by the systemd timer are the same finding. Commands run through a ``commands.Runner`` (``which(name)``, ``run(argv) ->
+CommandResult``), every one with ``command_timeout``: a hung nvidia-smi is a finding, not a hung check.
+The parsing is in health.py, gpu.py and rdma.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,10 +14,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import subprocess
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import files, gpu, health, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, health, rdma
 from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
 
 # Every option of a check with its default (node_health's argument_spec says the same).
@@ -36,8 +35,10 @@ DEFAULTS = {
     "nvidia_smi_path": None,
     "sysfs_root": "/sys",
     "procfs_root": "/proc",
+    "command_timeout": commands.DEFAULT_TIMEOUT,
 }
-_NON_NEGATIVE = ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages")
+_NON_NEGATIVE = ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages",
+                 "command_timeout")
 _INTEGERS = _NON_NEGATIVE
 _MAX_COUNTER_INTERVAL = 600
 
@@ -61,6 +62,10 @@ def options(given):
             raise CheckOptionError("%s must be a whole number, got %r" % (name, value))
         if value < 0:
             raise CheckOptionError("%s must not be negative, got %d" % (name, value))
+    try:
+        commands.check_timeout(merged["command_timeout"])
+    except ValueError as exc:
+        raise CheckOptionError(str(exc))
     if merged["counter_interval"] > _MAX_COUNTER_INTERVAL:
         raise CheckOptionError("counter_interval is at most %d seconds, got %d"
                                % (_MAX_COUNTER_INTERVAL, merged["counter_interval"]))
@@ -73,78 +78,88 @@ def options(given):
     return merged
 
 
-class SubprocessRunner(object):
-    """Runs commands with the standard library (the monitor, outside Ansible)."""
-
-    def __init__(self, path=None):
-        self.path = path or os.environ.get("PATH") or "/usr/sbin:/usr/bin:/sbin:/bin"
-
-    def which(self, name):
-        for directory in self.path.split(os.pathsep):
-            candidate = os.path.join(directory, name)
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                return candidate
-        return None
-
-    def run(self, argv):
-        try:
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            out, err = proc.communicate()
-        except OSError as exc:
-            return 127, "", str(exc)
-        return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-
-
 def _kernel_log(opts, runner):
+    """(text, source) of the kernel log since boot, or (None, why none of the readers answered)."""
     if opts["kernel_log"]:
         text = files.read_text(opts["kernel_log"])
         if text is None:
             raise CheckOptionError("kernel_log %s cannot be read" % opts["kernel_log"])
         return text, opts["kernel_log"]
+    why = []
     for command in (["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"], ["dmesg", "-T"], ["dmesg"]):
         binary = runner.which(command[0])
         if not binary:
             continue
-        rc, out, err = runner.run([binary] + command[1:])
-        if rc == 0 and out.strip():
-            return out, " ".join(command)
-    return None, None
+        result = runner.run([binary] + command[1:])
+        if result.ok and result.stdout.strip():
+            return result.stdout, " ".join(command)
+        why.append(result.describe() if not result.ok else "%s printed nothing" % " ".join(command[:3]))
+    return None, "; ".join(why) or "neither journalctl nor dmesg is installed"
+
+
+# What to do when nvidia-smi does not give an answer, by how it failed. A GPU lost from the bus is
+# the usual reason it hangs.
+NVIDIA_SMI_FIXES = {
+    "hung": "a GPU lost from the PCIe bus often hangs nvidia-smi: look for Xid 79 / 'fallen off the bus' in `dmesg`, "
+            "drain the node and reboot it; reseat or replace the GPU if it happens again",
+    "failed": "the NVIDIA driver does not answer: check `dmesg` for NVRM and Xid errors, that the nvidia module is "
+              "loaded (`lsmod | grep nvidia`) and built for the running kernel; reboot if a GPU fell off the bus",
+    "missing": "install the NVIDIA driver (it ships nvidia-smi), or give nvidia_smi_path",
+}
 
 
 def _gpus(opts, runner):
+    """(GPU count or None when unknown, per-GPU memory health, None or (how, detail) when nvidia-smi gave no answer)."""
     smi = opts["nvidia_smi_path"] or runner.which("nvidia-smi")
     if not smi or not os.path.exists(smi):
-        return 0, [], "nvidia-smi not found"
-    rc, out, err = runner.run([smi, "-q", "-x"])
-    if rc != 0:
-        lines = (err or out).strip().splitlines()
-        return 0, [], "nvidia-smi -q -x exited %d: %s" % (rc, lines[0] if lines else "")
+        return None, [], ("missing", "nvidia-smi not found")
+    result = runner.run([smi, "-q", "-x"])
+    if result.timed_out:
+        return None, [], ("hung", "nvidia-smi did not answer within %s s" % result.timeout)
+    if not result.ok:
+        return None, [], ("failed", result.describe())
     try:
-        root = gpu.nvidia_smi_root(out)  # parsed once, read twice
+        root = gpu.nvidia_smi_root(result.stdout)  # parsed once, read twice
         return gpu.attached_gpu_count(root), health.parse_gpu_memory_health(root), None
-    except (gpu.GpuParseError, ValueError) as exc:
-        return 0, [], str(exc)
+    except ValueError as exc:
+        return None, [], ("failed", "nvidia-smi -q -x printed no usable XML: %s" % exc)
 
 
-def check_node(given, runner, host=None, previous_counters=None, sleep=time.sleep):
+def _nvidia_smi_findings(host, problem, expected_gpu_count):
+    """A hung or failing nvidia-smi is critical; a missing one only where GPUs are expected."""
+    if problem is None:
+        return []
+    how, detail = problem
+    if how == "missing":
+        if not expected_gpu_count:
+            return []
+        detail = "%s: cannot count GPUs (%d expected)" % (detail, expected_gpu_count)
+    return [finding("nvidia_smi", "critical", host, detail, NVIDIA_SMI_FIXES[how])]
+
+
+def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep):
     """Every check on this node -> {findings (worst first), counts, healthy, observed}.
 
+    ``runner`` defaults to a ``commands.Runner`` with the options' ``command_timeout``.
     ``previous_counters`` (a port counter reading saved by an earlier run, with its ``at`` time)
     makes the counter check compare against it instead of sleeping ``counter_interval``.
     """
     opts = options(given)
+    runner = runner or commands.Runner(opts["command_timeout"])
     host = host or os.uname()[1]
     found = []
 
-    gpu_count, memory, gpu_error = _gpus(opts, runner)
+    gpu_count, memory, smi_problem = _gpus(opts, runner)
+    found += _nvidia_smi_findings(host, smi_problem, opts["expected_gpu_count"])
     found += health.gpu_memory_findings(host, memory, opts["max_retired_pages"])
 
     log_text, log_source = _kernel_log(opts, runner)
     events = health.parse_xid_events(log_text) if log_text else []
     found += health.xid_findings(host, events, set(opts["xid_ignore"]))
     if log_text is None:
-        found.append(finding("kernel_log", "info", host, "the kernel log could not be read (journalctl, dmesg)",
+        found.append(finding("kernel_log", "info", host, "the kernel log could not be read: %s" % log_source,
                              "run as root, or give kernel_log"))
+        log_source = None
 
     devices = rdma.read_sysfs(opts["sysfs_root"])
     netdevs = sorted(set(port["netdev"] for d in devices for port in d.get("ports") or [] if port.get("netdev")))
@@ -154,8 +169,9 @@ def check_node(given, runner, host=None, previous_counters=None, sleep=time.slee
         if value and value.isdigit():
             mtus[netdev] = int(value)
     peermem = gpu.parse_peermem(files.read_text(os.path.join(opts["procfs_root"], "modules")) or "")
+    # With nvidia-smi broken the GPUs cannot be counted: that finding says so, not "a GPU fell off".
     found += health.inventory_findings(host, gpu_count, devices, peermem["loaded"], mtus, {
-        "gpu_count": opts["expected_gpu_count"], "rdma_devices": opts["expected_rdma_devices"],
+        "gpu_count": opts["expected_gpu_count"] if gpu_count is not None else None, "rdma_devices": opts["expected_rdma_devices"],
         "port_rate_gbps": opts["min_port_rate_gbps"], "mtu": opts["expected_mtu"], "peermem": opts["require_peermem"]})
 
     now = time.time()
@@ -182,7 +198,7 @@ def check_node(given, runner, host=None, previous_counters=None, sleep=time.slee
     found = health.sort_findings(found)
     counts = dict((s, sum(1 for f in found if f["severity"] == s)) for s in ("critical", "warning", "info"))
     return {"findings": found, "counts": counts, "healthy": counts["critical"] == 0 and counts["warning"] == 0,
-            "observed": {"host": host, "gpu_count": gpu_count, "gpu_error": gpu_error,
+            "observed": {"host": host, "gpu_count": gpu_count, "gpu_error": smi_problem[1] if smi_problem else None,
                          "rdma_devices": [d["name"] for d in devices], "netdev_mtus": mtus,
                          "peermem": peermem, "xid_events": events, "kernel_log_source": log_source,
                          "port_counters": after, "counters_at": now}}

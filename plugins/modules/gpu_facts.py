@@ -19,7 +19,8 @@ description:
     connects the GPUs, and whether GPUDirect RDMA peer memory (C(nvidia_peermem) or the legacy
     C(nv_peer_mem)) is loaded.
   - A host without C(nvidia-smi) gives C(present=false) and no failure, and so does a host
-    where C(nvidia-smi) cannot talk to the driver (the reason is then in C(error)).
+    where C(nvidia-smi) cannot talk to the driver, prints no XML, or does not answer within
+    O(command_timeout) (the reason is then in C(error); a hung C(nvidia-smi) is killed).
   - Read-only; supports check mode.
 options:
   nvidia_smi_path:
@@ -33,6 +34,7 @@ options:
     default: /proc
 extends_documentation_fragment:
   - gpufabric.rdma.facts_module
+  - gpufabric.rdma.command_timeout
 seealso:
   - module: gpufabric.rdma.rdma_devices
   - module: gpufabric.rdma.nccl_env
@@ -68,9 +70,10 @@ ansible_facts:
           type: bool
           returned: always
         error:
-          description: Why C(present) is false although nvidia-smi exists.
+          description: Why C(present) is false although nvidia-smi exists (its error, or that it did not answer in time).
           type: str
           returned: when nvidia-smi failed
+          sample: "nvidia-smi did not answer within 30 s"
         driver_version:
           description: NVIDIA driver version.
           type: str
@@ -115,7 +118,7 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu
 
 
 def _empty(peermem, error=None):
@@ -132,46 +135,47 @@ def main():
         argument_spec=dict(
             nvidia_smi_path=dict(type="path"),
             procfs_root=dict(type="path", default="/proc"),
+            **commands.ARGUMENT_SPEC
         ),
         supports_check_mode=True,
     )
-    modules_text = ""
     try:
-        with open(os.path.join(module.params["procfs_root"], "modules")) as handle:
-            modules_text = handle.read()
-    except (IOError, OSError):
-        pass
-    peermem = gpu.parse_peermem(modules_text)
+        runner = commands.Runner(module.params["command_timeout"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    peermem = gpu.parse_peermem(files.read_text(os.path.join(module.params["procfs_root"], "modules")) or "")
 
     smi = module.params["nvidia_smi_path"]
     if smi:
         if not (os.path.isfile(smi) and os.access(smi, os.X_OK)):
             module.fail_json(msg="nvidia_smi_path %s is not an executable file" % smi)
     else:
-        smi = module.get_bin_path("nvidia-smi")
+        smi = runner.which("nvidia-smi")
     if not smi:
         module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem)))
 
-    rc, out, err = module.run_command([smi, "-q", "-x"])
-    if rc != 0:
-        reason = (err or out).strip().splitlines()
-        message = "nvidia-smi -q -x exited %d: %s" % (rc, reason[0] if reason else "no output")
+    result = runner.run([smi, "-q", "-x"])
+    facts = None
+    if result.ok:
+        try:
+            facts = gpu.parse_nvidia_smi_xml(result.stdout)
+        except ValueError as exc:
+            message = "%s -q -x printed no usable XML: %s" % (smi, exc)
+    else:
+        message = result.describe()
+    if facts is None:
         module.warn(message)
         module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem, message)))
-    try:
-        facts = gpu.parse_nvidia_smi_xml(out)
-    except gpu.GpuParseError as exc:
-        module.fail_json(msg="cannot read the output of %s -q -x: %s" % (smi, exc))
 
     topology = dict(matrix={}, nics={}, gpu_nics={}, cpu_affinity={}, numa_affinity={})
-    rc, out, err = module.run_command([smi, "topo", "-m"])
-    if rc == 0:
+    result = runner.run([smi, "topo", "-m"])
+    if result.ok:
         try:
-            topology = gpu.parse_nvidia_topo(out)
-        except gpu.GpuParseError as exc:
+            topology = gpu.parse_nvidia_topo(result.stdout)
+        except ValueError as exc:
             module.warn("nvidia-smi topo -m: %s; topology left empty" % exc)
     else:
-        module.warn("nvidia-smi topo -m exited %d; topology left empty" % rc)
+        module.warn("%s; topology left empty" % result.describe())
 
     facts.update(present=True, topology=topology, nvlink=gpu.has_nvlink(topology), peermem=peermem)
     module.exit_json(changed=False, ansible_facts=dict(gpu=facts))

@@ -59,11 +59,17 @@ options:
     description: Root of the sysfs tree read when O(rdma_devices) is not given.
     type: path
     default: /sys
+  procfs_root:
+    description: Root of the proc tree (C(net/route) gives the default-route interface).
+    type: path
+    default: /proc
   dest:
-    description: Write C(KEY=VALUE) lines to this file (usually C(/etc/nccl.conf)).
+    description:
+      - Write C(KEY=VALUE) lines to this file (usually C(/etc/nccl.conf)). Its directory must exist; a directory
+        or a missing directory fails before anything is written, in check mode too.
     type: path
   profile_script:
-    description: Write an C(export) script to this file (usually C(/etc/profile.d/nccl.sh)).
+    description: Write an C(export) script to this file (usually C(/etc/profile.d/nccl.sh)); same rules as O(dest).
     type: path
   mode:
     description: Permissions of the written files.
@@ -76,6 +82,10 @@ attributes:
   diff_mode:
     support: full
     description: Shows the old and new content of O(dest) and O(profile_script).
+notes:
+  - A variable name that is not an environment variable name, a value with a newline or a control character (it
+    would add a line to C(/etc/nccl.conf)), or an O(rdma_devices) entry that is not a device fails naming it; the
+    profile script quotes every value for the shell.
 seealso:
   - module: gpufabric.rdma.rdma_devices
 """
@@ -130,6 +140,17 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl, rdma
 from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_text, write_atomic
 
 
+def _check_destination(module, name, path):
+    """Fail before writing anything when path cannot be the file written (check mode too)."""
+    if path is None:
+        return
+    if os.path.isdir(path):
+        module.fail_json(msg="%s %s is a directory: give the path of the file to write" % (name, path))
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        module.fail_json(msg="%s %s: directory %s does not exist" % (name, path, directory))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -139,6 +160,7 @@ def main():
             unset=dict(type="list", elements="str", default=[]),
             rdma_devices=dict(type="list", elements="dict"),
             sysfs_root=dict(type="path", default="/sys"),
+            procfs_root=dict(type="path", default="/proc"),
             dest=dict(type="path"),
             profile_script=dict(type="path"),
             mode=dict(type="raw", default="0644"),
@@ -146,12 +168,14 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    _check_destination(module, "dest", params["dest"])
+    _check_destination(module, "profile_script", params["profile_script"])
     devices = params["rdma_devices"]
     if devices is None:
         devices = rdma.read_sysfs(params["sysfs_root"])
     ifname = params["socket_ifname"]
     if not ifname:
-        ifname = nccl.default_route_interface(read_text("/proc/net/route"))
+        ifname = nccl.default_route_interface(read_text(os.path.join(params["procfs_root"], "net", "route")))
     try:
         result = nccl.compute_env(params["profile"], devices, ifname, params["overrides"], params["unset"])
     except ValueError as exc:

@@ -16,7 +16,8 @@ author: gpufabric.rdma maintainers (@gpufabric)
 description:
   - Reads the node and returns one list of RV(findings), each with C(check), C(severity)
     (C(critical), C(warning), C(info)), C(target), C(detail) and C(fix_hint), worst first.
-  - B(GPUs) - fewer GPUs than O(expected_gpu_count) (a GPU lost or fallen off the bus); Xid events in the
+  - B(GPUs) - C(nvidia-smi) hung, failing or missing; fewer GPUs than O(expected_gpu_count) (a GPU lost or fallen off
+    the bus); Xid events in the
     kernel log since boot (C(journalctl -k -b), else C(dmesg)), repeats folded, rated from NVIDIA's Xid
     catalog (application Xids are C(info), Xid 48/79/95/119 and others C(critical)), a GPU that fell off
     the bus without an Xid line counted as Xid 79; uncorrectable ECC errors, row remapping pending or
@@ -78,9 +79,13 @@ options:
     description: Root of procfs (for C(modules)).
     type: path
     default: /proc
+extends_documentation_fragment:
+  - gpufabric.rdma.command_timeout
 notes:
-  - Supports check mode. Without nvidia-smi the node counts 0 GPUs (a finding only when O(expected_gpu_count) says it
-    should have some).
+  - Supports check mode.
+  - When C(nvidia-smi) does not answer (hung, failing, printing no XML) or is missing where O(expected_gpu_count) expects
+    GPUs, the finding is C(nvidia_smi) (critical) with the tool's own error as the detail; the GPUs are then not counted.
+    C(nvidia-smi) hanging past O(command_timeout) is what a GPU lost from the bus often looks like.
 seealso:
   - name: NVIDIA Xid errors
     description: What each Xid code means.
@@ -132,18 +137,7 @@ observed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks
-
-
-class _ModuleRunner(object):
-    def __init__(self, module):
-        self.module = module
-
-    def which(self, name):
-        return self.module.get_bin_path(name)
-
-    def run(self, argv):
-        return self.module.run_command(argv)
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, node_checks
 
 
 def main():
@@ -163,11 +157,12 @@ def main():
             nvidia_smi_path=dict(type="path"),
             sysfs_root=dict(type="path", default="/sys"),
             procfs_root=dict(type="path", default="/proc"),
+            **commands.ARGUMENT_SPEC
         ),
         supports_check_mode=True,
     )
     try:
-        result = node_checks.check_node(module.params, _ModuleRunner(module))
+        result = node_checks.check_node(module.params)
     except node_checks.CheckOptionError as exc:
         module.fail_json(msg=str(exc))
     del result["observed"]["counters_at"]

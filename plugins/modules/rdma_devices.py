@@ -17,7 +17,8 @@ description:
   - Reads C(/sys/class/infiniband) and returns every RDMA device with its ports, link state,
     rate and non-zero GIDs, and the GID index NCCL should use on RoCE ports.
   - When C(ibv_devinfo) is on C(PATH), adds what only verbs knows (the port's C(active_mtu)).
-  - Never fails on a host without RDMA hardware or tools; it returns an empty list.
+  - Never fails on a host without RDMA hardware or tools; it returns an empty list. A O(sysfs_root) that does not
+    exist (a mistyped capture path) gives the empty list and a warning naming it.
   - Read-only; supports check mode.
 options:
   sysfs_root:
@@ -33,6 +34,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpufabric.rdma.facts_module
+  - gpufabric.rdma.command_timeout
 notes:
   - The transport is decided from the kernel driver (C(erdma), C(efa), C(rdma_rxe), C(siw)),
     then the PCI vendor, then the ports' link layer (Ethernet means RoCE).
@@ -120,8 +122,10 @@ verbs:
   type: bool
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, rdma
 
 
 def main():
@@ -129,20 +133,28 @@ def main():
         argument_spec=dict(
             sysfs_root=dict(type="path", default="/sys"),
             use_verbs=dict(type="bool", default=True),
+            **commands.ARGUMENT_SPEC
         ),
         supports_check_mode=True,
     )
-    devices = rdma.read_sysfs(module.params["sysfs_root"])
+    try:
+        runner = commands.Runner(module.params["command_timeout"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    sysfs_root = module.params["sysfs_root"]
+    if not os.path.isdir(sysfs_root):
+        module.warn("sysfs_root %s does not exist: no RDMA device can be read there" % sysfs_root)
+    devices = rdma.read_sysfs(sysfs_root)
     verbs_used = False
     if module.params["use_verbs"] and devices:
-        ibv_devinfo = module.get_bin_path("ibv_devinfo")
+        ibv_devinfo = runner.which("ibv_devinfo")
         if ibv_devinfo:
-            rc, out, err = module.run_command([ibv_devinfo])
-            if rc == 0:
-                rdma.merge_verbs(devices, rdma.parse_ibv_devinfo(out))
+            result = runner.run([ibv_devinfo])
+            if result.ok:
+                rdma.merge_verbs(devices, rdma.parse_ibv_devinfo(result.stdout))
                 verbs_used = True
             else:
-                module.warn("ibv_devinfo exited %d (%s); active_mtu stays unknown" % (rc, err.strip()))
+                module.warn("%s; active_mtu stays unknown" % result.describe())
     module.exit_json(
         changed=False,
         verbs=verbs_used,

@@ -92,10 +92,11 @@ options:
     description: Root of the sysfs tree.
     type: path
     default: /sys
-  proc_root:
-    description: Root of the proc tree.
+  procfs_root:
+    description: Root of the proc tree (C(interrupts), C(irq/)).
     type: path
     default: /proc
+    aliases: [proc_root]
 attributes:
   check_mode:
     support: full
@@ -103,6 +104,8 @@ attributes:
   diff_mode:
     support: full
     description: Shows the MTU change and the persistent configuration file's old and new content.
+extends_documentation_fragment:
+  - gpufabric.rdma.command_timeout
 seealso:
   - module: gpufabric.rdma.rdma_devices
   - name: NVIDIA - RoCE configuration for ConnectX (PFC, trust, ECN)
@@ -169,7 +172,7 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import netconf
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, netconf, text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr as _read, read_text, write_atomic
 
 
@@ -201,6 +204,8 @@ def _writable(path):
 
 def _resolve_interface(module, sysfs):
     params = module.params
+    if not os.path.isdir(os.path.join(sysfs, "class", "net")):
+        module.fail_json(msg="sysfs_root %s has no class/net directory: is it the root of a sysfs tree?" % sysfs)
     if params["rdma_device"]:
         nets = sorted(os.listdir(os.path.join(sysfs, "class/infiniband", params["rdma_device"], "device/net"))) \
             if os.path.isdir(os.path.join(sysfs, "class/infiniband", params["rdma_device"], "device/net")) else []
@@ -212,7 +217,7 @@ def _resolve_interface(module, sysfs):
         return nets[0]
     name = params["name"]
     if not os.path.exists(os.path.join(sysfs, "class/net", name)):
-        known = sorted(os.listdir(os.path.join(sysfs, "class/net")))
+        known = sorted(os.listdir(os.path.join(sysfs, "class/net")))[:40]
         module.fail_json(msg="interface %s does not exist on this host (interfaces: %s)" % (name, ", ".join(known)))
     return name
 
@@ -230,7 +235,15 @@ def _cpus(value, sysfs, ifname):
     return netconf.parse_cpulist(cpulist), None
 
 
-def _plan_mtu(module, plan, ifname, link, mtu):
+def _probe(module, runner, argv):
+    """A read-only command; one that does not answer in time stops the module before anything changes."""
+    result = runner.run(argv)
+    if result.timed_out:
+        module.fail_json(msg="%s; nothing was changed" % result.describe())
+    return result
+
+
+def _plan_mtu(module, runner, plan, ifname, link, mtu):
     params = module.params
     before = link["mtu"]
     plan.mtu = dict(before=before, after=mtu, manager=None, persisted_in=None)
@@ -243,13 +256,14 @@ def _plan_mtu(module, plan, ifname, link, mtu):
     nm_connection = None
     networkd_file = None
     ifupdown = None
-    if manager in ("auto", "networkmanager") and module.get_bin_path("nmcli"):
-        rc, out, dummy = module.run_command(["nmcli", "-g", "GENERAL.CONNECTION", "device", "show", ifname])
-        nm_connection = out.strip() if rc == 0 and out.strip() not in ("", "--") else None
-    if manager in ("auto", "networkd") and module.get_bin_path("networkctl"):
-        rc, out, dummy = module.run_command(["networkctl", "status", "--no-pager", ifname])
-        match = re.search(r"Network File:\s*(\S+)", out) if rc == 0 else None
-        networkd_file = match.group(1) if match and match.group(1) != "n/a" else None
+    nmcli, networkctl = runner.which("nmcli"), runner.which("networkctl")
+    if manager in ("auto", "networkmanager") and nmcli:
+        result = _probe(module, runner, [nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
+        out = result.stdout.strip()
+        nm_connection = out if result.ok and out not in ("", "--") else None
+    if manager in ("auto", "networkd") and networkctl:
+        result = _probe(module, runner, [networkctl, "status", "--no-pager", ifname])
+        networkd_file = netconf.networkd_network_file(result.stdout) if result.ok else None
     if manager in ("auto", "ifupdown"):
         for path in ["/etc/network/interfaces"] + sorted(glob.glob("/etc/network/interfaces.d/*")):
             text = read_text(path)
@@ -265,11 +279,12 @@ def _plan_mtu(module, plan, ifname, link, mtu):
     elif manager == "networkmanager":
         if not nm_connection:
             module.fail_json(msg="manager networkmanager: NetworkManager has no connection on %s" % ifname)
-        rc, out, err = module.run_command(["nmcli", "-g", "802-3-ethernet.mtu", "connection", "show", nm_connection])
+        result = _probe(module, runner, [nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", nm_connection])
+        current = result.stdout.strip()
         path = "nmcli connection %s" % nm_connection
-        if out.strip() != str(mtu):
-            plan.steps.append(("%s 802-3-ethernet.mtu %s -> %d" % (path, out.strip() or "auto", mtu),
-                               {"argv": ["nmcli", "connection", "modify", nm_connection, "802-3-ethernet.mtu", str(mtu)]}))
+        if current != str(mtu):
+            plan.steps.append(("%s 802-3-ethernet.mtu %s -> %d" % (path, current or "auto", mtu),
+                               {"argv": [nmcli, "connection", "modify", nm_connection, "802-3-ethernet.mtu", str(mtu)]}))
         plan.mtu["persisted_in"] = path
         return
     elif manager == "networkd":
@@ -289,33 +304,33 @@ def _plan_mtu(module, plan, ifname, link, mtu):
     plan.mtu["persisted_in"] = path
 
 
-def _plan_qos(module, plan, ifname, link, pfc, ecn):
+def _plan_qos(module, runner, plan, ifname, link, pfc, ecn):
     params = module.params
     rdma_device = params["rdma_device"]
     tool = params["qos_tool"]
     current = {"trust": None, "pfc": None}
     wants_dcb = pfc is not None or params["trust"]
     if wants_dcb:
-        mlnx_qos = module.get_bin_path("mlnx_qos")
-        dcb = module.get_bin_path("dcb")
+        mlnx_qos = runner.which("mlnx_qos")
+        dcb = runner.which("dcb")
         if tool in ("auto", "mlnx_qos") and mlnx_qos:
             tool = "mlnx_qos"
-            rc, out, err = module.run_command([mlnx_qos, "-i", ifname])
-            if rc != 0:
-                plan.skip("qos", "%s: mlnx_qos -i %s said: %s" % (ifname, ifname, (err or out).strip()))
+            result = _probe(module, runner, [mlnx_qos, "-i", ifname])
+            if not result.ok:
+                plan.skip("qos", "%s: mlnx_qos -i %s said: %s" % (ifname, ifname, result.first_line()))
                 wants_dcb = False
             else:
-                current = netconf.parse_mlnx_qos(out)
+                current = netconf.parse_mlnx_qos(result.stdout)
         elif tool in ("auto", "dcb") and dcb:
             tool = "dcb"
-            rc, out, err = module.run_command([dcb, "-j", "pfc", "show", "dev", ifname, "prio-pfc"])
-            if rc != 0:
+            result = _probe(module, runner, [dcb, "-j", "pfc", "show", "dev", ifname, "prio-pfc"])
+            if not result.ok:
                 plan.skip("qos", "%s (%s) has no DCB: %sdcb says: %s"
                           % (ifname, link["kind"] or "nic", "mlnx_qos is not installed and " if not mlnx_qos else "",
-                             (err or out).strip()))
+                             result.first_line()))
                 wants_dcb = False
             else:
-                current["pfc"] = netconf.parse_dcb_pfc_json(out)
+                current["pfc"] = netconf.parse_dcb_pfc_json(result.stdout)
         else:
             plan.skip("qos", "%s: neither mlnx_qos (MLNX OFED / mlnx-tools) nor iproute2 dcb is installed" % ifname)
             wants_dcb = False
@@ -353,11 +368,11 @@ def _plan_write(plan, step, setting, compare=None):
     plan.steps.append(("%s: %s -> %s" % (path, current, step["value"]), step))
 
 
-def _apply(module, step):
+def _apply(module, runner, step):
     if "argv" in step:
-        rc, out, err = module.run_command(step["argv"])
-        if rc != 0:
-            module.fail_json(msg="%s failed (rc %d): %s" % (" ".join(step["argv"]), rc, (err or out).strip()))
+        result = runner.run(step["argv"])
+        if not result.ok:
+            module.fail_json(msg="%s failed: %s" % (" ".join(step["argv"]), result.describe()))
     elif "mkdir" in step:
         os.mkdir(step["mkdir"])
     else:
@@ -387,7 +402,8 @@ def main():
             irq_affinity=dict(type="str"),
             rps_cpus=dict(type="str"),
             sysfs_root=dict(type="path", default="/sys"),
-            proc_root=dict(type="path", default="/proc"),
+            procfs_root=dict(type="path", default="/proc", aliases=["proc_root"]),
+            **commands.ARGUMENT_SPEC
         ),
         required_one_of=[("name", "rdma_device")],
         mutually_exclusive=[("name", "rdma_device")],
@@ -397,6 +413,14 @@ def main():
     sysfs = params["sysfs_root"]
 
     # Every input is checked before the host is read for changes, so bad input changes nothing.
+    try:
+        runner = commands.Runner(params["command_timeout"])
+        if params["name"] is not None:
+            text.check_ifname("name", params["name"])
+        if params["rdma_device"] is not None:
+            text.check_ifname("rdma_device", params["rdma_device"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     mtu = None
     if params["mtu"] is not None:
         mtu, error = netconf.check_mtu(params["mtu"])
@@ -422,19 +446,25 @@ def main():
             module.fail_json(msg="%s %r is neither 'numa' nor a CPU list such as 0-15,32-47" % (key, value))
 
     ifname = _resolve_interface(module, sysfs)
-    rc, out, err = module.run_command(["ip", "-d", "-j", "link", "show", "dev", ifname])
-    if rc != 0:
-        module.fail_json(msg="ip link show dev %s failed: %s" % (ifname, err.strip()))
-    link = netconf.parse_ip_link_json(out)[ifname]
+    ip = runner.which("ip")
+    if not ip:
+        module.fail_json(msg="the ip command (iproute2) is not installed on this host")
+    result = _probe(module, runner, [ip, "-d", "-j", "link", "show", "dev", ifname])
+    if not result.ok:
+        module.fail_json(msg="ip link show dev %s failed: %s" % (ifname, result.describe()))
+    try:
+        link = netconf.parse_ip_link_json(result.stdout)[ifname]
+    except (ValueError, KeyError) as exc:
+        module.fail_json(msg="cannot read ip -d -j link show dev %s: %s" % (ifname, exc))
 
     plan = Plan()
     if mtu is not None:
         mtu, error = netconf.check_mtu(mtu, link["max_mtu"])
         if error:
             module.fail_json(msg="%s: %s" % (ifname, error))
-        _plan_mtu(module, plan, ifname, link, mtu)
+        _plan_mtu(module, runner, plan, ifname, link, mtu)
     if pfc is not None or ecn is not None or params["trust"] or params["roce_mode"] or params["roce_tos"] is not None:
-        _plan_qos(module, plan, ifname, link, pfc, ecn)
+        _plan_qos(module, runner, plan, ifname, link, pfc, ecn)
     device = os.path.join(sysfs, "class/net", ifname, "device")
     if params["sriov_numvfs"] is not None:
         total = _read(os.path.join(device, "sriov_totalvfs"))
@@ -452,13 +482,13 @@ def main():
     if params["irq_affinity"]:
         cpus, reason = _cpus(params["irq_affinity"], sysfs, ifname)
         pci = os.path.basename(os.path.realpath(device)) if os.path.exists(device) else ""
-        irqs = netconf.device_irqs(read_text(os.path.join(params["proc_root"], "interrupts")), pci, ifname) if cpus else []
+        irqs = netconf.device_irqs(read_text(os.path.join(params["procfs_root"], "interrupts")), pci, ifname) if cpus else []
         if reason:
             plan.skip("irq_affinity", reason)
         elif not irqs:
             plan.skip("irq_affinity", "no interrupts of %s in /proc/interrupts" % ifname)
         for irq in irqs:
-            _plan_write(plan, {"path": os.path.join(params["proc_root"], "irq/%d/smp_affinity_list" % irq),
+            _plan_write(plan, {"path": os.path.join(params["procfs_root"], "irq/%d/smp_affinity_list" % irq),
                                "value": ",".join(str(cpu) for cpu in cpus)}, "irq_affinity",
                         lambda a, b: netconf.parse_cpulist(a) == netconf.parse_cpulist(b))
     if params["rps_cpus"]:
@@ -476,7 +506,7 @@ def main():
         changed = True
         applied.append(description)
         if not module.check_mode:
-            _apply(module, step)
+            _apply(module, runner, step)
     if plan.mtu and plan.mtu["before"] != plan.mtu["after"]:
         diffs.append(dict(before="mtu %s\n" % plan.mtu["before"], after="mtu %s\n" % plan.mtu["after"],
                           before_header="%s (runtime)" % ifname, after_header="%s (runtime)" % ifname))

@@ -25,7 +25,9 @@ description:
   - Once slurmctld has forgotten a finished job (older than C(MinJobAge)), its state is read from
     C(sacct) when accounting is enabled.
   - Run it on a host where C(sbatch) and C(scontrol) reach the cluster (a login or controller node).
-    Submitting is always a change; in check mode nothing is submitted.
+    Submitting is always a change; in check mode nothing is submitted and nothing is cancelled.
+  - Every Slurm command (C(sbatch), C(scontrol), C(sacct), C(scancel)) runs with O(command_timeout); a controller
+    that does not answer makes the task fail saying so, instead of hanging the play.
 options:
   script:
     description: Path of the batch script on the host. Exactly one of O(script) and O(job_id).
@@ -63,8 +65,18 @@ options:
       - V(false) returns normally with RV(succeeded=false), so the caller can still read the output.
     type: bool
     default: true
+extends_documentation_fragment:
+  - gpufabric.rdma.command_timeout
+attributes:
+  check_mode:
+    support: full
+    description: With O(script) nothing is submitted (RV(msg) says what would be); with O(job_id) the job is read and
+      waited for, but never cancelled (RV(would_cancel) says when it would have been).
+  diff_mode:
+    support: none
+    description: The module writes no file.
 notes:
-  - Supports check mode; with O(script) nothing is submitted, with O(job_id) the job is only read.
+  - Job names, paths and C(sbatch) arguments are refused when they hold a newline or a control character.
 seealso:
   - name: sbatch
     description: Slurm's batch submission command.
@@ -159,6 +171,10 @@ timed_out:
   description: The job had not ended after O(timeout).
   returned: always
   type: bool
+would_cancel:
+  description: In check mode, why the job would have been cancelled (can never start, or O(timeout) passed).
+  returned: in check mode, when a run would have cancelled the job
+  type: str
 record:
   description: Every field of the last C(scontrol show job) (or C(sacct)) reading.
   returned: when submitted or given
@@ -169,44 +185,57 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
-
-
-def _first_line(*texts):
-    for text in texts:
-        for line in (text or "").splitlines():
-            if line.strip():
-                return line.strip()
-    return "no output"
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, slurm, text
 
 
 class SlurmJob(object):
-    def __init__(self, module):
+    def __init__(self, module, runner, result):
         self.module = module
-        self.scontrol = module.get_bin_path("scontrol", required=True)
+        self.runner = runner
+        self.result = result
+        self.scontrol = runner.which("scontrol")
+        if not self.scontrol:
+            module.fail_json(msg="scontrol is not on this host's PATH: run the task on a Slurm login or controller "
+                                 "node (slurm-client installed)")
+
+    def _answer(self, result):
+        """A Slurm command that did not answer in time is the end of the task: say so."""
+        if result.timed_out:
+            self.module.fail_json(msg="%s: is slurmctld reachable from this host?" % result.describe(), **self.result)
+        return result
 
     def read(self, job_id):
         """The job's summary, from slurmctld or else from accounting; None when neither knows it."""
-        rc, out, err = self.module.run_command([self.scontrol, "show", "job", "-o", job_id])
-        if rc == 0 and out.strip():
-            record = slurm.parse_job_record(out)
+        result = self._answer(self.runner.run([self.scontrol, "show", "job", "-o", job_id]))
+        record = None
+        if result.ok and result.stdout.strip():
+            try:
+                record = slurm.parse_job_record(result.stdout)
+            except slurm.SlurmParseError as exc:
+                return None, str(exc)
         else:
-            sacct = self.module.get_bin_path("sacct")
+            sacct = self.runner.which("sacct")
             if not sacct:
-                return None, _first_line(err, out)
-            rc2, out2, err2 = self.module.run_command(
-                [sacct, "-j", job_id, "-X", "-n", "-P", "-o", ",".join(slurm.SACCT_FIELDS)])
-            record = slurm.parse_sacct(out2, job_id) if rc2 == 0 else None
+                return None, result.first_line()
+            accounting = self._answer(self.runner.run(
+                [sacct, "-j", job_id, "-X", "-n", "-P", "-o", ",".join(slurm.SACCT_FIELDS)]))
+            record = slurm.parse_sacct(accounting.stdout, job_id) if accounting.ok else None
             if record is None:
-                return None, "%s; sacct: %s" % (_first_line(err, out), _first_line(err2, out2))
+                return None, "%s; sacct: %s" % (result.first_line(), accounting.first_line())
         summary = slurm.job_summary(record)
         summary["record"] = record
         return summary, None
 
-    def cancel(self, job_id):
-        scancel = self.module.get_bin_path("scancel")
-        if scancel:
-            self.module.run_command([scancel, job_id])
+    def cancel(self, job_id, why, result):
+        """scancel the job, or in check mode only say that it would be; returns the words for the message."""
+        if self.module.check_mode:
+            result["would_cancel"] = why
+            return "; would cancel it (check mode: not cancelled)"
+        scancel = self.runner.which("scancel")
+        if not scancel:
+            return "; scancel is not installed, so it was not cancelled"
+        cancelled = self.runner.run([scancel, job_id])
+        return "; cancelled it" if cancelled.ok else "; scancel failed: %s" % cancelled.describe()
 
 
 def main():
@@ -221,6 +250,7 @@ def main():
             poll_interval=dict(type="int", default=5),
             cancel_on_timeout=dict(type="bool", default=True),
             fail_on_job_error=dict(type="bool", default=True),
+            **commands.ARGUMENT_SPEC
         ),
         required_one_of=[("script", "job_id")],
         mutually_exclusive=[("script", "job_id")],
@@ -231,6 +261,15 @@ def main():
         module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
     if params["poll_interval"] < 1:
         module.fail_json(msg="poll_interval must be at least 1 second, got %d" % params["poll_interval"])
+    try:
+        runner = commands.Runner(params["command_timeout"])
+        for name in ("script", "chdir", "job_id"):
+            if params[name] is not None:
+                text.check_line(name, params[name])
+        for index, arg in enumerate(params["sbatch_args"]):
+            text.check_line("sbatch_args[%d]" % index, arg)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     job_id = params["job_id"]
     if job_id is not None and not job_id.isdigit():
         module.fail_json(msg="job_id must be a Slurm job number, got %r" % job_id)
@@ -243,25 +282,24 @@ def main():
             module.fail_json(msg="batch script %s does not exist on this host" % script, **result)
         if module.check_mode:
             module.exit_json(changed=True, submitted=False, timed_out=False, waited_s=0.0,
-                             msg="would submit %s" % script)
-        sbatch = module.get_bin_path("sbatch")
+                             msg="would submit %s (check mode: nothing was submitted)" % script)
+        sbatch = runner.which("sbatch")
         if not sbatch:
             module.fail_json(msg="sbatch is not on this host's PATH: run the task on a Slurm login or "
                                  "controller node (slurm-client installed)", **result)
-        rc, out, err = module.run_command([sbatch, "--parsable"] + params["sbatch_args"] + [script],
-                                          cwd=params["chdir"])
-        if rc != 0:
-            module.fail_json(msg="sbatch refused %s: %s" % (script, _first_line(err, out)), rc=rc,
-                             stdout=out, stderr=err, **result)
+        submitted = runner.run([sbatch, "--parsable"] + params["sbatch_args"] + [script], cwd=params["chdir"])
+        if not submitted.ok:
+            module.fail_json(msg="sbatch refused %s: %s" % (script, submitted.describe()), rc=submitted.rc,
+                             stdout=submitted.stdout, stderr=submitted.stderr, **result)
         try:
-            job_id, cluster = slurm.parse_submit(out)
+            job_id, cluster = slurm.parse_submit(submitted.stdout)
         except slurm.SlurmParseError as exc:
-            module.fail_json(msg=str(exc), stdout=out, stderr=err, **result)
+            module.fail_json(msg=str(exc), stdout=submitted.stdout, stderr=submitted.stderr, **result)
         result.update(changed=True, submitted=True, job_id=job_id, cluster=cluster)
     else:
         result["job_id"] = job_id
 
-    jobs = SlurmJob(module)
+    jobs = SlurmJob(module, runner, result)
     while True:
         summary, why = jobs.read(job_id)
         result["waited_s"] = round(time.time() - started, 1)
@@ -269,20 +307,18 @@ def main():
             module.fail_json(msg="job %s is unknown to Slurm: %s" % (job_id, why), **result)
         result.update(summary)
         if summary["never_starts"]:
-            if result["submitted"]:
-                jobs.cancel(job_id)
+            cancelled = jobs.cancel(job_id, "can never start: %s" % summary["reason"], result) \
+                if result["submitted"] else ""
             module.fail_json(msg="job %s can never start: PENDING (%s): %s%s" % (
-                job_id, summary["reason"], summary["never_starts"],
-                "; cancelled it" if result["submitted"] else ""), **result)
+                job_id, summary["reason"], summary["never_starts"], cancelled), **result)
         if summary["terminal"] or not params["wait"]:
             break
         if time.time() - started >= params["timeout"]:
             result["timed_out"] = True
-            if params["cancel_on_timeout"]:
-                jobs.cancel(job_id)
+            cancelled = jobs.cancel(job_id, "still %s after %d s" % (summary["state"], params["timeout"]), result) \
+                if params["cancel_on_timeout"] else ""
             module.fail_json(msg="job %s still %s after %d s%s" % (
-                job_id, summary["state"], params["timeout"],
-                "; cancelled it" if params["cancel_on_timeout"] else ""), **result)
+                job_id, summary["state"], params["timeout"], cancelled), **result)
         time.sleep(min(params["poll_interval"], max(1, params["timeout"] - (time.time() - started))))
 
     if summary["terminal"] and not summary["succeeded"] and params["fail_on_job_error"]:

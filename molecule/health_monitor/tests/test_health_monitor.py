@@ -85,13 +85,13 @@ def test_first_run_sends_one_message_per_fault(host):
         assert [r["verified"] for r in kinds[kind]] == [True, True]  # signed with the right secret
     events = sorted((r["json"] for r in kinds["generic"]), key=lambda e: e["fault_type"])
     assert [(e["fault_type"], e["severity"], e["target"]) for e in events] == [
-        ("gpu_count", "critical", NODE), ("rdma_port_state", "critical", NODE + "/erdma_0/1")]
+        ("nvidia_smi", "critical", NODE), ("rdma_port_state", "critical", NODE + "/erdma_0/1")]
     for event in events:
         assert (event["status"], event["cluster"], event["host"]) == ("new", "molecule-lab", NODE)
         assert re.match(r"^gf-[0-9a-f]{16}$", event["event_id"])
         assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", event["detected_at"])
         assert event["detail"] and event["fix_hint"]
-    assert events[0]["detail"] == "0 of 8 expected GPUs found"
+    assert events[0]["detail"] == "nvidia-smi not found: cannot count GPUs (8 expected)"
     assert events[1]["detail"].startswith("port is DOWN")
     text = next(r["json"]["text"]["content"] for r in kinds["dingtalk"] if "rdma_port_state" in r["body"])
     assert "Fault target: %s/erdma_0/1" % NODE in text and "Event ID: %s" % events[1]["event_id"] in text
@@ -132,11 +132,30 @@ def test_recovery_after_the_gpus_come_back(host):
     assert _run(host).rc == 0
     new = _new()
     assert len(new) == 5 and {r["json"]["status"] for r in new if r["kind"] in ("generic", "flaky")} == {"recovered"}
-    assert {r["json"]["fault_type"] for r in new if r["kind"] == "generic"} == {"gpu_count"}
+    assert {r["json"]["fault_type"] for r in new if r["kind"] == "generic"} == {"nvidia_smi"}
     assert _run(host).rc == 0
     assert _new() == []
     state = json.loads(host.file("/var/lib/gpufabric/health-monitor/state.json").content_string)
     assert state["events"] == {} and state["last_run"]["healthy"] is True
+
+
+def test_a_hung_nvidia_smi_is_a_finding_not_a_hung_timer(host):
+    """The fault the monitor exists for: nvidia-smi hanging on a GPU lost from the bus (command_timeout 5 s)."""
+    hang = "#!/bin/sh\nsleep 600 &\nexec sleep 600\n"
+    assert host.run("mv /opt/standin/nvidia-smi /opt/standin/nvidia-smi.real && printf '%s' > /opt/standin/nvidia-smi"
+                    " && chmod 0755 /opt/standin/nvidia-smi" % hang).rc == 0
+    started = host.run("date +%s").stdout
+    assert _run(host).rc == 0
+    took = int(host.run("date +%s").stdout) - int(started)
+    assert took < 30, "the monitor's run took %d s" % took
+    events = [r["json"] for r in _new() if r["kind"] == "generic"]
+    assert [(e["status"], e["fault_type"], e["severity"], e["detail"]) for e in events] == [
+        ("new", "nvidia_smi", "critical", "nvidia-smi did not answer within 5 s")]
+    assert "fallen off the bus" in events[0]["fix_hint"]
+    assert host.run("pgrep -f 'slee[p] 600'").rc == 1  # killed with everything it started
+    assert host.run("mv /opt/standin/nvidia-smi.real /opt/standin/nvidia-smi").rc == 0
+    assert _run(host).rc == 0
+    assert {r["json"]["status"] for r in _new() if r["kind"] == "generic"} == {"recovered"}
 
 
 def _port_event_id():

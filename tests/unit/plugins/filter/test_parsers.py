@@ -30,7 +30,7 @@ def test_nccl_tests_filter_takes_text_result_or_loaded_json(read_fixture):
     document = json.loads(read_fixture("nccl_tests", "all_reduce_g8_h200x8.json"))
     assert FILTERS["parse_nccl_tests"]({"stdout": text})["peak_busbw"] == 365.37
     assert FILTERS["parse_nccl_tests"](document)["format"] == "json"
-    with pytest.raises(AnsibleFilterError, match="parse_nccl_tests: no nccl-tests result table"):
+    with pytest.raises(AnsibleFilterError, match="parse_nccl_tests: no nccl-tests output in the text"):
         FILTERS["parse_nccl_tests"]("bash: all_reduce_perf: command not found")
 
 

@@ -193,6 +193,19 @@ def test_redact_removes_url_parts_and_secret():
     ({"webhooks": [{"name": "a", "type": "slack", "url": "https://x"}, {"name": "a", "type": "slack", "url": "https://y"}]},
      "webhooks[1] (a): the name is used twice"),
     ({"webhooks": [{"type": "slack", "url": "https://x"}]}, "webhooks[0] needs a name"),
+    ({"webhooks": [{"name": "a", "type": "generic", "url": "http://x/hook", "secret": "s3cret"}]},
+     "webhooks[0] (a): the url is http://, so its signing secret would cross the network in clear text: "
+     "use https://, or set insecure_http: true to send it anyway"),
+    ({"webhooks": [{"name": "a", "type": "dingtalk", "url": "http://x/robot/send?access_token=t0k"}]},
+     "webhooks[0] (a): the url is http://, so the token in its URL's query string would cross the network in clear "
+     "text: use https://, or set insecure_http: true to send it anyway"),
+    ({"webhooks": [{"name": "a", "type": "slack", "url": "http://x/services/T/B/tok"}]},
+     "webhooks[0] (a): the url is http://, so its URL path (a slack webhook's path is its token) would cross the "
+     "network in clear text: use https://, or set insecure_http: true to send it anyway"),
+    ({"webhooks": [{"name": "a", "type": "generic", "url": "https://x/hook\nHost: evil"}]},
+     "webhooks[0] (a): the url and the secret must be one-line strings"),
+    ({"webhooks": [{"name": "a", "type": "generic", "url": "https://x", "insecure_http": "yes"}]},
+     "webhooks[0] (a): insecure_http must be true or false"),
     ({"quiet_period": 0}, "quiet_period must be a positive number of seconds, got 0"),
     ({"min_severity": "major"}, "min_severity must be one of critical, warning, info, got 'major'"),
     ({"checks": {"expected_gpus": 8}}, "checks: unknown check option(s): expected_gpus"),
@@ -252,11 +265,14 @@ def _config(node, base, **extra):
                    "procfs_root": str(node), "kernel_log": str(node / "kern.log"),
                    "nvidia_smi_path": str(node / "absent-nvidia-smi")},
         "webhooks": [
-            {"name": "feishu-ops", "type": "feishu", "url": base + "/feishu/hook/tok-feishu-0001", "secret": SECRETS["lark"]},
+            {"name": "feishu-ops", "type": "feishu", "url": base + "/feishu/hook/tok-feishu-0001", "secret": SECRETS["lark"],
+             "insecure_http": True},
             {"name": "dingtalk-ops", "type": "dingtalk", "url": base + "/dingtalk/robot/send?access_token=tok-ding-0002",
-             "secret": SECRETS["dingtalk"]},
-            {"name": "slack-ops", "type": "slack", "url": base + "/slack/services/T000/B000/tok-slack-0003"},
-            {"name": "events", "type": "generic", "url": base + "/generic/events", "secret": SECRETS["generic"]},
+             "secret": SECRETS["dingtalk"], "insecure_http": True},
+            {"name": "slack-ops", "type": "slack", "url": base + "/slack/services/T000/B000/tok-slack-0003",
+             "insecure_http": True},
+            {"name": "events", "type": "generic", "url": base + "/generic/events", "secret": SECRETS["generic"],
+             "insecure_http": True},
         ]}
     config.update(extra)
     return monitor.check_config(config)
@@ -275,7 +291,7 @@ def test_runs_against_a_real_receiver(node, receiver):
     assert sorted((r["kind"], r["status"]) for r in first) == sorted([(k, 200) for k in kinds] * 2)
     assert all(r["verified"] in (True, None) for r in first) and sum(r["verified"] is True for r in first) == 6
     events = [r["json"] for r in first if r["kind"] == "generic"]
-    assert sorted(e["fault_type"] for e in events) == ["gpu_count", "rdma_port_state"]
+    assert sorted(e["fault_type"] for e in events) == ["nvidia_smi", "rdma_port_state"]
     assert {e["status"] for e in events} == {"new"} and {e["host"] for e in events} == {"node-a"}
     raw = json.dumps(first) + "\n".join(lines)
     for secret in SECRETS.values():
@@ -302,9 +318,9 @@ def test_a_failed_delivery_is_retried_and_reported(node, receiver):
     lines = []
     assert monitor.run_once(config, log=lines.append) == 1
     assert [line for line in lines if "could not send" in line] == [
-        "webhook flaky (generic): could not send new %s gpu_count (node-a, critical): HTTP 500 "
+        "webhook flaky (generic): could not send new %s nvidia_smi (node-a, critical): HTTP 500 "
         '{"ok": false, "error": "flaky endpoint: failing on purpose"}; the next run tries again'
-        % json.loads(open(config["state_file"]).read())["events"]["gpu_count|node-a"]["event_id"]]
+        % json.loads(open(config["state_file"]).read())["events"]["nvidia_smi|node-a"]["event_id"]]
     assert monitor.run_once(config, log=lines.append) == 0
     assert monitor.run_once(config, log=lines.append) == 0
     assert [(r["status"], r["json"]["status"]) for r in received()] == [(500, "new"), (200, "new")]
@@ -313,7 +329,7 @@ def test_a_failed_delivery_is_retried_and_reported(node, receiver):
 def test_a_wrong_secret_is_a_failed_delivery(node, receiver):
     base, ignored = receiver
     config = _config(node, base, webhooks=[{"name": "d", "type": "dingtalk", "url": base + "/dingtalk/x?access_token=t",
-                                            "secret": "SECwrong"}])
+                                            "secret": "SECwrong", "insecure_http": True}])
     lines = []
     assert monitor.run_once(config, log=lines.append) == 1
     assert "dingtalk answered code 310000: sign not match" in lines[0] and "SECwrong" not in "".join(lines)
@@ -340,7 +356,7 @@ def test_counters_rising_between_two_runs(node, receiver):
     (counters / "link_downed").write_text("3\n")
     (counters / "symbol_error").write_text("0\n")
     config = _config(node, base, webhooks=[{"name": "events", "type": "generic", "url": base + "/generic/e",
-                                            "secret": SECRETS["generic"]}])
+                                            "secret": SECRETS["generic"], "insecure_http": True}])
     config["checks"]["expected_gpu_count"] = None
     assert monitor.run_once(config, log=[].append, now=1000.0) == 0
     assert received() == []  # one reading: nothing to compare with yet

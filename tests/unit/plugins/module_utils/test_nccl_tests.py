@@ -113,7 +113,7 @@ def test_failure_lines_fail_the_run():
 
 
 def test_not_nccl_tests_output():
-    with pytest.raises(nccl_tests.NcclTestsParseError, match="no nccl-tests result table"):
+    with pytest.raises(nccl_tests.NcclTestsParseError, match="no nccl-tests output in the text"):
         nccl_tests.parse("mpirun: command not found")
 
 

@@ -1,0 +1,65 @@
+"""Run a collection module's main() in this process, the way Ansible would hand it its arguments.
+
+``run_module(gpu_facts, {...}, check_mode=True)`` -> the module's result dict (what it printed as JSON),
+whether it ended in exit_json or fail_json. Stub tools (tests/stubs) go on PATH with ``stub_bin``.
+"""
+
+import contextlib
+import io
+import json
+import os
+
+from ansible.module_utils.testing import patch_module_args
+
+STUBS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "stubs"))
+
+
+def _forget_warnings():
+    """Ansible keeps warnings for the process; one module run must not see the last one's."""
+    from ansible.module_utils.common import warnings
+    for name in ("_global_warnings", "_global_deprecations"):
+        store = getattr(warnings, name, None)
+        if store is not None:
+            store.clear()
+
+
+def _warning_text(warning):
+    """2.19 returns a warning as {'event': {'msg': ...}}; older ones as the text."""
+    if isinstance(warning, dict):
+        return (warning.get("event") or {}).get("msg", warning.get("msg"))
+    return warning
+
+
+def run_module(module, args, check_mode=False, diff=False):
+    _forget_warnings()
+    args = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
+    out = io.StringIO()
+    with patch_module_args(args), contextlib.redirect_stdout(out):
+        try:
+            module.main()
+        except SystemExit:
+            pass
+    text = out.getvalue()
+    result = json.loads(text[text.find("{"):])
+    result["warnings"] = [_warning_text(w) for w in result.get("warnings") or []]
+    return result
+
+
+def stub_bin(directory, tools):
+    """A directory of links: {name: 'misbehave' | 'fake_slurm'} -> the directory's path (put it first on PATH)."""
+    directory = str(directory)
+    os.makedirs(directory, exist_ok=True)
+    for name, program in tools.items():
+        link = os.path.join(directory, name)
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(os.path.join(STUBS, program + ".py"), link)
+    return directory
+
+
+def calls(log_path):
+    """The stub calls logged to STUB_LOG: [(tool, argv), ...]."""
+    if not os.path.exists(str(log_path)):
+        return []
+    with open(str(log_path)) as handle:
+        return [(entry["tool"], entry["argv"]) for entry in map(json.loads, handle)]
