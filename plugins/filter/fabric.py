@@ -7,29 +7,64 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, readiness, report
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters
 
 
-def _wrap(func, name=None):
-    name = name or func.__name__
+def node_record(facts, rdma_devices=None, gpu_facts=None, nccl=None):
+    expect("node_record", facts, (Mapping,), "the ansible_facts mapping of one host")
+    if rdma_devices is not None:
+        expect("node_record", rdma_devices, (list,), "rdma_devices as a list (the rdma_devices module's facts)")
+    for what, value in (("gpu", gpu_facts), ("nccl", nccl)):
+        if value is not None:
+            expect("node_record", value, (Mapping,), "%s as a mapping" % what)
+    return report.node_record(facts, rdma_devices, gpu_facts, nccl)
 
-    def filter_func(*args, **kwargs):
+
+def _records(name, records):
+    expect(name, records, (Mapping,), "a mapping of host name to node record")
+    for host, record in records.items():
+        if not isinstance(record, Mapping):
+            expect(name, record, (Mapping,), "a node record for host %s" % host)
+    return records
+
+
+def node_summary(records):
+    return report.node_summary(_records("node_summary", records))
+
+
+def readiness_report(records, expected_gpu_count=None):
+    if expected_gpu_count not in (None, ""):
         try:
-            return func(*args, **kwargs)
-        except (TypeError, ValueError, KeyError) as exc:
-            raise AnsibleFilterError("gpufabric.rdma.%s: %s" % (name, exc))
-    filter_func.__name__ = name
-    return filter_func
+            expected_gpu_count = int(expected_gpu_count)
+        except (TypeError, ValueError):
+            raise ValueError("expected_gpu_count must be a whole number, got %r" % (expected_gpu_count,))
+    else:
+        expected_gpu_count = None
+    return readiness.build_report(_records("readiness_report", records), expected_gpu_count)
+
+
+def readiness_markdown(report_data):
+    return readiness.render_markdown(expect("readiness_markdown", report_data, (Mapping,), "the readiness_report result"))
+
+
+def readiness_text(report_data):
+    return readiness.render_text(expect("readiness_text", report_data, (Mapping,), "the readiness_report result"))
+
+
+def peermem_plan(gpu_facts, available, ib_core_loaded, in_container, wanted="auto"):
+    expect("peermem_plan", gpu_facts, (Mapping,), "the gpu_facts mapping (ansible_facts.gpu)")
+    expect("peermem_plan", available, (Mapping,), "a mapping of module name to whether modinfo found it")
+    return gpu.peermem_plan(gpu_facts, available, bool(ib_core_loaded), bool(in_container), wanted)
 
 
 class FilterModule(object):
     def filters(self):
-        return {
-            "node_record": _wrap(report.node_record),
-            "node_summary": _wrap(report.node_summary),
-            "readiness_report": _wrap(readiness.build_report, "readiness_report"),
-            "readiness_markdown": _wrap(readiness.render_markdown, "readiness_markdown"),
-            "readiness_text": _wrap(readiness.render_text, "readiness_text"),
-            "peermem_plan": _wrap(gpu.peermem_plan, "peermem_plan"),
-        }
+        return filters({
+            "node_record": node_record,
+            "node_summary": node_summary,
+            "readiness_report": readiness_report,
+            "readiness_markdown": readiness_markdown,
+            "readiness_text": readiness_text,
+            "peermem_plan": peermem_plan,
+        })

@@ -7,31 +7,30 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.rdma.plugins.module_utils import k8s
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters
+
+
+def _options(name, options):
+    return expect(name, options if options is not None else {}, (Mapping,), "options as a mapping")
 
 
 def rdma_device_plugin_manifests(plugin, options=None):
-    try:
-        return k8s.device_plugin_manifests(plugin, options)
-    except k8s.ManifestError as exc:
-        raise AnsibleFilterError("gpufabric.rdma.rdma_device_plugin_manifests: %s" % exc)
+    expect("rdma_device_plugin_manifests", plugin, (str,), "the plugin name (erdma or shared)")
+    return k8s.device_plugin_manifests(plugin, _options("rdma_device_plugin_manifests", options))
 
 
 def rdma_workload_manifest(kind, options=None):
-    try:
-        return k8s.workload_manifest(kind, options or {})
-    except k8s.ManifestError as exc:
-        raise AnsibleFilterError("gpufabric.rdma.rdma_workload_manifest: %s" % exc)
+    expect("rdma_workload_manifest", kind, (str,), "the workload kind (acs_deployment, pytorchjob, mpijob, tfjob)")
+    return k8s.workload_manifest(kind, _options("rdma_workload_manifest", options))
 
 
 def rdma_node_labels(record, erdma_label=True):
-    if not isinstance(record, dict):
-        raise AnsibleFilterError("gpufabric.rdma.rdma_node_labels expects a discovery node record (a dict)")
-    return k8s.node_labels(record, erdma_label)
+    expect("rdma_node_labels", record, (Mapping,), "a discovery node record (a mapping)")
+    return k8s.node_labels(record, bool(erdma_label))
 
 
 class FilterModule(object):
     def filters(self):
-        return {"rdma_device_plugin_manifests": rdma_device_plugin_manifests,
-                "rdma_workload_manifest": rdma_workload_manifest, "rdma_node_labels": rdma_node_labels}
+        return filters({"rdma_device_plugin_manifests": rdma_device_plugin_manifests,
+                        "rdma_workload_manifest": rdma_workload_manifest, "rdma_node_labels": rdma_node_labels})

@@ -7,23 +7,21 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.rdma.plugins.module_utils import monitor
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters
 
 
 def health_monitor_config(webhooks, **settings):
     """The JSON object the monitor reads; errors name the entry, never a URL or a secret."""
+    expect("health_monitor_config", webhooks if webhooks is not None else [], (list,), "a list of webhooks")
     config = dict(settings, webhooks=webhooks if webhooks is not None else [])
-    config["webhooks"] = [dict((k, v) for k, v in w.items() if v is not None) if isinstance(w, dict) else w
+    config["webhooks"] = [dict((k, v) for k, v in w.items() if v is not None) if isinstance(w, Mapping) else w
                           for w in config["webhooks"]]
-    try:
-        checked = monitor.check_config(config)
-    except monitor.ConfigError as exc:
-        raise AnsibleFilterError("gpufabric.rdma.health_monitor_config: %s" % exc)
+    checked = monitor.check_config(config)  # ConfigError is a ValueError: the filter error carries its message
     checked["checks"] = dict((k, v) for k, v in checked["checks"].items() if v is not None)
     return checked
 
 
 class FilterModule(object):
     def filters(self):
-        return {"health_monitor_config": health_monitor_config}
+        return filters({"health_monitor_config": health_monitor_config})

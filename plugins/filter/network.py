@@ -7,23 +7,30 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.filter.fabric import _wrap
 from ansible_collections.gpufabric.rdma.plugins.module_utils import netconf
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (Mapping, expect,
+                                                                                 expect_list_of_mappings, filters)
 
 
 def rdma_boot_script(steps):
-    return netconf.render_boot_script(steps or [])
+    return netconf.render_boot_script(expect_list_of_mappings(
+        "rdma_boot_script", steps if steps is not None else [], "a list of boot steps (rdma_netdev's boot_steps)"))
 
 
 def mtu_mismatch(hostvars, hosts, key="rdma_network_results"):
     """'' when the MTUs set on the hosts agree, else a sentence naming them."""
-    return netconf.mtu_mismatch(dict((host, (hostvars[host].get(key) or {}).get("results", []))
-                                     for host in hosts))
+    expect("mtu_mismatch", hostvars, (Mapping,), "hostvars")
+    expect("mtu_mismatch", hosts, (list, tuple), "a list of host names")
+    results = {}
+    for host in hosts:
+        values = hostvars.get(host) if isinstance(host, str) else None
+        if not isinstance(values, Mapping):
+            raise ValueError("host %r has no hostvars" % (host,))
+        registered = values.get(key) or {}
+        results[host] = registered.get("results", []) if isinstance(registered, Mapping) else []
+    return netconf.mtu_mismatch(results)
 
 
 class FilterModule(object):
     def filters(self):
-        return {
-            "rdma_boot_script": _wrap(rdma_boot_script),
-            "mtu_mismatch": _wrap(mtu_mismatch),
-        }
+        return filters({"rdma_boot_script": rdma_boot_script, "mtu_mismatch": mtu_mismatch})

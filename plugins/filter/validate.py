@@ -1,129 +1,191 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that judge and draw nccl-tests runs (thin wrappers over module_utils)."""
+"""Filters that judge and draw nccl-tests, perftest, Slurm and burn-in runs (thin wrappers over module_utils)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, chart, nccl_tests, slurm, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, chart, nccl_tests, slurm, text, validation
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (TEXT, Mapping, expect,
+                                                                                 expect_list_of_mappings, fail, filters,
+                                                                                 number_or_none)
+
+PLACEMENTS = ("out_of_place", "in_place", "best")
+
+
+def _judged(name, judged):
+    """A list of judged runs (nccl_tests_judge's result): each a mapping with a result mapping and passed."""
+    expect_list_of_mappings(name, judged, "a list of judged runs (nccl_tests_judge's result)")
+    for index, run in enumerate(judged):
+        if not isinstance(run.get("result"), Mapping) or "passed" not in run:
+            fail(name, "expects judged runs (nccl_tests_judge's result); item %d has no result and passed" % index)
+    return judged
 
 
 def nccl_tests_collect(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=None):
-    if not isinstance(single_by_host, dict):
-        raise AnsibleFilterError("gpufabric.rdma.nccl_tests_collect expects a mapping of host to registered results")
+    expect("nccl_tests_collect", single_by_host, (Mapping,), "a mapping of host to registered results")
+    for what, value, kinds in (("mpirun_results", mpirun_results, (Mapping,)), ("hosts", hosts, (list, tuple)),
+                               ("gpus_by_host", gpus_by_host, (Mapping,))):
+        if value is not None:
+            expect("nccl_tests_collect", value, kinds, "%s as a %s" % (what, "list" if kinds == (list, tuple) else "mapping"))
     return validation.collect_runs(single_by_host, mpirun_results, hosts, gpus_by_host)
 
 
 def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place"):
-    if not isinstance(runs, list):
-        raise AnsibleFilterError("gpufabric.rdma.nccl_tests_judge expects a list of runs, got %s" % type(runs).__name__)
-    try:
-        return validation.judge(runs, None if min_busbw in (None, "") else float(min_busbw),
-                                min_busbw_by_size or None, max_wrong, placement)
-    except (TypeError, ValueError, KeyError) as exc:
-        raise AnsibleFilterError("gpufabric.rdma.nccl_tests_judge: %s" % exc)
+    expect_list_of_mappings("nccl_tests_judge", runs, "a list of runs (nccl_tests_collect's result)")
+    errors = validation.threshold_errors({"min_busbw": min_busbw, "min_busbw_by_size": min_busbw_by_size,
+                                          "max_wrong": max_wrong})
+    if errors:
+        fail("nccl_tests_judge", "; ".join(errors))
+    if placement not in PLACEMENTS:
+        fail("nccl_tests_judge", "placement must be one of %s, got %r" % (", ".join(PLACEMENTS), placement))
+    return validation.judge(runs, number_or_none("nccl_tests_judge", "min_busbw", min_busbw), min_busbw_by_size or None,
+                            None if max_wrong in (None, "") else int(max_wrong), placement)
 
 
 def nccl_tests_summary(judged, output="text", thresholds=None):
+    _judged("nccl_tests_summary", judged)
+    if output not in ("text", "markdown"):
+        fail("nccl_tests_summary", "output must be text or markdown, got %r" % (output,))
     if output == "markdown":
-        return validation.summary_markdown(judged, thresholds)
+        return validation.summary_markdown(judged, expect("nccl_tests_summary", thresholds or {}, (Mapping,),
+                                                          "thresholds as a mapping"))
     return validation.summary_text(judged)
 
 
 def bandwidth_svg(judged, threshold=None, title="NCCL bandwidth"):
+    _judged("bandwidth_svg", judged)
     series = [{"label": run.get("label"), "rows": run["result"].get("rows")} for run in judged]
-    try:
-        return chart.bandwidth_svg(series, None if threshold in (None, "") else float(threshold), title)
-    except ValueError as exc:
-        raise AnsibleFilterError("gpufabric.rdma.bandwidth_svg: %s" % exc)
+    return chart.bandwidth_svg(series, number_or_none("bandwidth_svg", "threshold", threshold),
+                               text.check_line("title", title))
 
 
 def mpirun_env_args(env):
     """{'NCCL_IB_HCA': '=mlx5_0:1'} -> ['-x', 'NCCL_IB_HCA==mlx5_0:1']: OpenMPI exports each to every rank."""
-    if not isinstance(env, dict):
-        raise AnsibleFilterError("gpufabric.rdma.mpirun_env_args expects a dict, got %s" % type(env).__name__)
+    expect("mpirun_env_args", env, (Mapping,), "a mapping of environment variables")
     args = []
-    for name in sorted(env):
-        args += ["-x", "%s=%s" % (name, "" if env[name] is None else env[name])]
+    for name in sorted(env, key=str):
+        value = "" if env[name] is None else env[name]
+        if not isinstance(name, str) or not name or not (name[0].isalpha() or name[0] == "_") \
+                or not all(c.isalnum() or c == "_" for c in name):
+            fail("mpirun_env_args", "%r is not an environment variable name" % (name,))
+        if isinstance(value, (Mapping, list)):
+            fail("mpirun_env_args", "%s must be a string or a number, got %s" % (name, type(value).__name__))
+        args += ["-x", "%s=%s" % (name, text.check_line(name, value if not isinstance(value, bool) else str(value).lower()))]
     return args
 
 
 def pair_hosts(hosts):
-    if not isinstance(hosts, list):
-        raise AnsibleFilterError("gpufabric.rdma.pair_hosts expects a list of hosts")
-    return validation.pair_hosts(hosts)
+    expect("pair_hosts", hosts, (list, tuple), "a list of hosts")
+    return validation.pair_hosts([text.check_line("hosts[%d]" % i, h, allow_empty=False) for i, h in enumerate(hosts)])
 
 
 def perftest_judge(results, min_bw_gbps=None, max_lat_us=None):
-    if not isinstance(results, list):
-        raise AnsibleFilterError("gpufabric.rdma.perftest_judge expects a list of results")
-    return validation.judge_perftest(results, None if min_bw_gbps in (None, "") else float(min_bw_gbps),
-                                     None if max_lat_us in (None, "") else float(max_lat_us))
+    expect_list_of_mappings("perftest_judge", results, "a list of perftest results")
+    errors = validation.threshold_errors({"min_bw_gbps": min_bw_gbps, "max_lat_us": max_lat_us})
+    if errors:
+        fail("perftest_judge", "; ".join(errors))
+    return validation.judge_perftest(results, number_or_none("perftest_judge", "min_bw_gbps", min_bw_gbps),
+                                     number_or_none("perftest_judge", "max_lat_us", max_lat_us))
+
+
+def perftest_summary(judged):
+    expect_list_of_mappings("perftest_summary", judged, "a list of judged perftest results (perftest_judge's result)")
+    for index, run in enumerate(judged):
+        if not isinstance(run.get("result"), Mapping) or "failures" not in run:
+            fail("perftest_summary", "expects perftest_judge's result; item %d is not a judged result" % index)
+    return validation.perftest_markdown(judged)
 
 
 def slurm_job_runs(jobs):
-    if not isinstance(jobs, list):
-        raise AnsibleFilterError("gpufabric.rdma.slurm_job_runs expects a list of finished jobs")
-    return slurm.job_runs(jobs)
+    return slurm.job_runs(expect_list_of_mappings("slurm_job_runs", jobs, "a list of finished jobs"))
+
+
+def slurm_job_errors(jobs):
+    """Every field of every job that cannot go into an sbatch script, as sentences naming job and field."""
+    expect_list_of_mappings("slurm_job_errors", jobs, "a list of jobs (slurm_jobs_list with defaults)")
+    return [problem for job in jobs for problem in slurm.job_problems(job)]
+
+
+def slurm_jobs_report(finished):
+    return slurm.jobs_report(expect_list_of_mappings("slurm_jobs_report", finished, "a list of finished jobs"))
+
+
+def slurm_hostlist(expression):
+    return slurm.expand_hostlist(expect("slurm_hostlist", expression if expression is not None else "", TEXT,
+                                        "a Slurm hostlist such as gpu-[01-08]"))
 
 
 def burnin_rounds(hosts):
-    if not isinstance(hosts, list):
-        raise AnsibleFilterError("gpufabric.rdma.burnin_rounds expects a list of hosts")
-    try:
-        return [[list(pair) for pair in pairs] for pairs in burnin.rounds(hosts)]
-    except ValueError as exc:
-        raise AnsibleFilterError("gpufabric.rdma.burnin_rounds: %s" % exc)
+    expect("burnin_rounds", hosts, (list, tuple), "a list of hosts")
+    for index, host in enumerate(hosts):
+        if not isinstance(host, str) or not host:
+            fail("burnin_rounds", "hosts[%d] must be a host name, got %r" % (index, host))
+    return [[list(pair) for pair in pairs] for pairs in burnin.rounds(hosts)]
+
+
+def _pair_results(name, results):
+    expect_list_of_mappings(name, results, "a list of {a, b, busbw}")
+    for index, result in enumerate(results):
+        if not isinstance(result.get("a"), str) or not isinstance(result.get("b"), str):
+            fail(name, "item %d needs host names a and b" % index)
+        if result.get("busbw") is not None:
+            number_or_none(name, "item %d busbw" % index, result["busbw"])
+    return results
+
+
+def _tolerance(name, tolerance):
+    value = number_or_none(name, "tolerance", tolerance)
+    if value is None or not 0 < value < 1:
+        fail(name, "tolerance must be a number between 0 and 1, got %r" % (tolerance,))
+    return value
 
 
 def burnin_rank(results, tolerance=0.1):
-    if not isinstance(results, list):
-        raise AnsibleFilterError("gpufabric.rdma.burnin_rank expects a list of {a, b, busbw}")
-    return burnin.rank(results, float(tolerance))
+    return burnin.rank(_pair_results("burnin_rank", results), _tolerance("burnin_rank", tolerance))
 
 
 def burnin_report(pairs, tolerance=0.1, min_busbw=None, title="Burn-in: busbw of each pair"):
     """Pair runs -> {results, rank, failures, markdown, svg} (see burnin_report.yml)."""
-    if not isinstance(pairs, list):
-        raise AnsibleFilterError("gpufabric.rdma.burnin_report expects a list of pair runs {a, b, round, rc, output}")
-    minimum = None if min_busbw in (None, "") else float(min_busbw)
+    expect_list_of_mappings("burnin_report", pairs, "a list of pair runs {a, b, round, rc, output}")
+    for index, pair in enumerate(pairs):
+        if not isinstance(pair.get("a"), str) or not isinstance(pair.get("b"), str):
+            fail("burnin_report", "pair %d needs host names a and b" % index)
+    errors = validation.threshold_errors({"min_busbw": min_busbw})
+    if errors:
+        fail("burnin_report", "; ".join(errors))
+    minimum = number_or_none("burnin_report", "min_busbw", min_busbw)
     results = burnin.collect(pairs, nccl_tests.parse)
-    ranked = burnin.rank(results, float(tolerance))
+    ranked = burnin.rank(results, _tolerance("burnin_report", tolerance))
     hosts = [h["host"] for h in sorted(ranked["hosts"], key=lambda h: h["host"])]
     failures = (["slow host %s" % h for h in ranked["slow_hosts"]] + ["bad link %s" % link for link in ranked["bad_links"]]
                 + ["pair %s below %s GB/s" % (p, min_busbw) for p in burnin.below(results, minimum)])
+    failures += ["pair %s-%s failed: %s" % (r["a"], r["b"], r["error"]) for r in results
+                 if r["busbw"] is None and r["error"] and "%s-%s" % (r["a"], r["b"]) not in ranked["bad_links"]]
     svg = None
     if len(hosts) >= 2:
-        svg = chart.heatmap_svg(hosts, dict(((r["a"], r["b"]), r["busbw"]) for r in results), title=title,
+        svg = chart.heatmap_svg(hosts, dict(((r["a"], r["b"]), r["busbw"]) for r in results),
+                                title=text.check_line("title", title),
                                 marked=[(link["a"], link["b"]) for link in ranked["links"] if link["bad"]])
     return {"results": results, "rank": ranked, "failures": failures,
             "markdown": burnin.markdown(results, ranked, minimum), "svg": svg}
 
 
-def slurm_jobs_report(finished):
-    if not isinstance(finished, list):
-        raise AnsibleFilterError("gpufabric.rdma.slurm_jobs_report expects a list of finished jobs")
-    return slurm.jobs_report(finished)
-
-
-def slurm_hostlist(expression):
-    try:
-        return slurm.expand_hostlist(expression or "")
-    except slurm.SlurmParseError as exc:
-        raise AnsibleFilterError("gpufabric.rdma.slurm_hostlist: %s" % exc)
-
-
-def perftest_summary(judged):
-    return validation.perftest_markdown(judged)
+def threshold_errors(values):
+    """{'nccl_tests_min_busbw': '350', 'nccl_tests_min_busbw_by_size': {...}} -> [] or the sentences naming each bad one."""
+    return validation.threshold_errors(expect("threshold_errors", values, (Mapping,), "a mapping of threshold name to value"))
 
 
 class FilterModule(object):
     def filters(self):
-        return {"nccl_tests_collect": nccl_tests_collect, "nccl_tests_judge": nccl_tests_judge, "nccl_tests_summary": nccl_tests_summary,
-                "bandwidth_svg": bandwidth_svg, "mpirun_env_args": mpirun_env_args,
-                "pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary,
-                "slurm_job_runs": slurm_job_runs, "burnin_report": burnin_report, "slurm_hostlist": slurm_hostlist,
-                "slurm_jobs_report": slurm_jobs_report, "burnin_rounds": burnin_rounds, "burnin_rank": burnin_rank}
+        return filters({
+            "nccl_tests_collect": nccl_tests_collect, "nccl_tests_judge": nccl_tests_judge,
+            "nccl_tests_summary": nccl_tests_summary, "bandwidth_svg": bandwidth_svg,
+            "mpirun_env_args": mpirun_env_args, "pair_hosts": pair_hosts, "perftest_judge": perftest_judge,
+            "perftest_summary": perftest_summary, "slurm_job_runs": slurm_job_runs,
+            "slurm_job_errors": slurm_job_errors, "burnin_report": burnin_report, "slurm_hostlist": slurm_hostlist,
+            "slurm_jobs_report": slurm_jobs_report, "burnin_rounds": burnin_rounds, "burnin_rank": burnin_rank,
+            "threshold_errors": threshold_errors,
+        })

@@ -97,6 +97,10 @@ def collect(pairs, parse):
     for pair in pairs:
         entry = {"a": pair["a"], "b": pair["b"], "round": pair.get("round"), "busbw": None, "error": None,
                  "peak_busbw": None, "largest_size": None}
+        if pair.get("not_run"):
+            entry["error"] = "not run: %s" % pair["not_run"]
+            results.append(entry)
+            continue
         try:
             parsed = parse(pair.get("output") or "")
         except ValueError as exc:

@@ -13,7 +13,7 @@ import os
 def read_text(path):
     """The file's text, or None when it cannot be read."""
     try:
-        with open(path, "r") as handle:
+        with open(path, "r", errors="replace") as handle:
             return handle.read()
     except (IOError, OSError):
         return None
@@ -22,9 +22,9 @@ def read_text(path):
 def read_attr(path):
     """Text of a sysfs/procfs attribute, stripped; None when absent or unreadable (a normal answer)."""
     try:
-        with open(path, "r") as handle:
+        with open(path, "r", errors="replace") as handle:
             return handle.read().strip()
-    except (IOError, OSError, UnicodeDecodeError):
+    except (IOError, OSError):
         return None
 
 

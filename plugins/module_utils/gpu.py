@@ -13,12 +13,12 @@ __metaclass__ = type
 import re
 from xml.etree import ElementTree
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import leading_number as _number
 
 # Closest first: the order NCCL and `topo -m`'s legend use for GPU<->NIC paths.
 NIC_PATH_RANK = ("PIX", "PXB", "PHB", "NODE", "SYS")
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _DEVICE_COLUMN_RE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[A-Za-z][\w.-]*_\d+)$")
 _LEGEND_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
@@ -62,7 +62,7 @@ def ecc_uncorrected_volatile(gpu):
 def nvidia_smi_root(text):
     """`nvidia-smi -q -x` text -> its <nvidia_smi_log> element, parsed once for every reader."""
     try:
-        root = ElementTree.fromstring(text)
+        root = ElementTree.fromstring(_text.clean(text, "nvidia-smi -q -x output").strip())
     except ElementTree.ParseError as exc:
         raise GpuParseError("nvidia-smi -q -x output is not XML: %s" % exc)
     if root.tag != "nvidia_smi_log":
@@ -126,7 +126,7 @@ def parse_nvidia_topo(text):
     without NICs and with or without a NIC legend (older drivers name NICs like mlx5_0 in the
     header itself).
     """
-    lines = [_ANSI_RE.sub("", line).rstrip() for line in (text or "").splitlines()]
+    lines = [line.rstrip() for line in _text.clean_lines(text, "nvidia-smi topo -m output")]
     header_index = None
     for i, line in enumerate(lines):
         if re.match(r"^\s+GPU0\b", line) or re.match(r"^\s*GPU0\s+GPU1\b", line):
@@ -199,7 +199,7 @@ PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
 
 def parse_peermem(proc_modules):
     """/proc/modules text -> {'loaded': bool, 'module': name or None}."""
-    loaded = set(line.split()[0] for line in (proc_modules or "").splitlines() if line.strip())
+    loaded = set(line.split()[0] for line in _text.clean_lines(proc_modules, "/proc/modules") if line.strip())
     for name in PEERMEM_MODULES:
         if name in loaded:
             return {"loaded": True, "module": name}
@@ -215,8 +215,10 @@ def nvcc_gencode(compute_caps):
     ['9.0', '9.0'] -> '-gencode=arch=compute_90,code=sm_90'; one entry per distinct capability,
     in the order first seen; lines that are not a capability (errors, blanks) are skipped.
     """
-    if isinstance(compute_caps, str):
-        compute_caps = compute_caps.splitlines()
+    if isinstance(compute_caps, (str, bytes)):
+        compute_caps = _text.clean_lines(compute_caps, "compute_cap lines")
+    elif isinstance(compute_caps, (list, tuple)):
+        compute_caps = [_text.clean(line, "a compute_cap line") for line in compute_caps]
     seen = []
     for line in compute_caps or []:
         match = _COMPUTE_CAP_RE.match(line)

@@ -14,6 +14,7 @@ import re
 from xml.etree import ElementTree
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu as nvidia
+from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are
@@ -51,7 +52,7 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): (\d+), ?(.*)")
 _CAUSE = re.compile(r"caused by previous Xid (\d+)")
-_PROCESS = re.compile(r"pid=([^,]+), name=([^,]+),")
+_PROCESS = re.compile(r"pid=([^,]{1,32}), name=([^,]{1,256}),")
 # "The NVIDIA GPU 0000:b3:00.0 ... has fallen off the bus" over several NVRM lines (R570), or
 # "GPU at 0000:01:00.0 has fallen off the bus." (older drivers); never across a new log line.
 _FALLEN = re.compile(r"GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)"
@@ -77,9 +78,10 @@ def parse_xid_events(text):
     processes, caused_by (for Xid 45). A GPU that fell off the bus without an Xid line counts
     as Xid 79.
     """
+    text = _text.clean(text, "kernel log")
     events = {}
     order = []
-    for line in (text or "").splitlines():
+    for line in text.split("\n"):
         match = _XID.search(line)
         if not match:
             continue
@@ -99,7 +101,7 @@ def parse_xid_events(text):
         cause = _CAUSE.search(match.group(3))
         if cause and int(cause.group(1)) not in event["caused_by"]:
             event["caused_by"].append(int(cause.group(1)))
-    for match in _FALLEN.finditer(text or ""):
+    for match in _FALLEN.finditer(text):
         key = (short_pci(match.group(1)), 79)
         if key in events:
             continue
@@ -217,7 +219,7 @@ def counter_findings(host, rising, interval):
 def parse_nccl_conf(text):
     """/etc/nccl.conf (NAME=value lines, # comments) -> {NAME: value}."""
     env = {}
-    for line in (text or "").splitlines():
+    for line in _text.clean_lines(text, "nccl.conf"):
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue

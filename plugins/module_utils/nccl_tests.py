@@ -170,6 +170,13 @@ def _summarize(result):
     return result
 
 
+def empty_result(error):
+    """The result of a run that printed no nccl-tests output at all, with the reason as its error."""
+    return {"format": "text", "collective": None, "nccl_tests_version": None, "nccl_version": None, "ranks": [],
+            "rows": [], "avg_busbw": None, "peak_busbw": None, "out_of_bounds": None, "wrong": None,
+            "completed": False, "table": False, "errors": [error], "warnings": [], "passed": False}
+
+
 def _note(notes, line):
     if len(notes) < _MAX_NOTES and line not in notes:
         notes.append(line)
@@ -362,7 +369,7 @@ def check_thresholds(result, min_busbw=None, min_busbw_by_size=None, max_wrong=0
     rows = result.get("rows") or []
     if not rows:
         printed = "; ".join(result.get("errors") or []) or "no error printed"
-        return ["no result rows: the test did not run or printed nothing (%s)" % printed]
+        return ["no result table: %s" % printed]
 
     def busbw(row):
         groups = [row.get("out_of_place"), row.get("in_place")]

@@ -12,6 +12,7 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.shell import shell_quote
 
 # 1280: IPv6 needs at least this much. 9978: the largest Ethernet MTU ConnectX (mlx5) accepts;
@@ -42,14 +43,20 @@ def check_mtu(value, max_mtu=None):
 
 
 def parse_ip_link_json(text):
-    """`ip -d -j link show` -> {ifname: {mtu, max_mtu, address, kind, operstate}}."""
+    """`ip -d -j link show` -> {ifname: {mtu, max_mtu, address, kind, operstate}}; ValueError when it is not that."""
+    try:
+        items = json.loads(_text.clean(text, "ip -j output").strip() or "[]")
+    except ValueError as exc:
+        raise ValueError("ip -j printed no JSON (%s)" % exc)
+    if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("ifname"), str) for i in items):
+        raise ValueError("ip -j printed JSON without a list of links with an ifname")
     links = {}
-    for item in json.loads(text or "[]"):
+    for item in items:
         links[item["ifname"]] = {
             "mtu": item.get("mtu"),
             "max_mtu": item.get("max_mtu"),
             "address": item.get("address", ""),
-            "kind": (item.get("linkinfo") or {}).get("info_kind", ""),
+            "kind": (item.get("linkinfo") if isinstance(item.get("linkinfo"), dict) else {}).get("info_kind", ""),
             "operstate": item.get("operstate", ""),
         }
     return links
@@ -220,25 +227,34 @@ def qos_step_in_place(step, current, pfc_priorities, trust):
 
 def parse_dcb_pfc_json(text):
     """`dcb -j pfc show dev X prio-pfc` -> sorted priorities with PFC on, or None if absent."""
-    data = json.loads(text or "{}")
-    prio = data.get("prio_pfc")
-    if prio is None:
+    try:
+        data = json.loads(_text.clean(text, "dcb -j output").strip() or "{}")
+    except ValueError as exc:
+        raise ValueError("dcb -j printed no JSON (%s)" % exc)
+    prio = data.get("prio_pfc") if isinstance(data, dict) else None
+    if not isinstance(prio, dict):
         return None
-    return sorted(int(key) for key, enabled in prio.items() if enabled)
+    return sorted(int(key) for key, enabled in prio.items() if enabled and str(key).isdigit())
 
 
 def parse_mlnx_qos(text):
     """`mlnx_qos -i X` -> {"trust": "pcp"|"dscp"|None, "pfc": [priorities on] or None}."""
     trust = None
     pfc = None
-    for line in (text or "").splitlines():
+    for line in _text.clean_lines(text, "mlnx_qos output"):
         match = re.match(r"^\s*Priority trust state:\s*(\S+)", line, re.I)
         if match:
             trust = match.group(1).lower()
-        match = re.match(r"^\s*(?:PFC configuration:)?\s*enabled:?((?:\s+[01]){8})\s*$", line)
+        match = re.match(r"^\s*(?:PFC configuration:\s*)?enabled:?((?:\s+[01]){8})\s*$", line)
         if match and pfc is None:
             pfc = [prio for prio, flag in enumerate(match.group(1).split()) if flag == "1"]
     return {"trust": trust, "pfc": pfc}
+
+
+def networkd_network_file(status_text):
+    """The .network file `networkctl status <if>` names, or None ('n/a' or not printed)."""
+    match = re.search(r"Network File:\s*(\S+)", _text.clean(status_text, "networkctl status output"))
+    return match.group(1) if match and match.group(1) != "n/a" else None
 
 
 def render_boot_script(steps):
@@ -293,7 +309,7 @@ def device_irqs(proc_interrupts, pci_address, ifname):
     mlx5 names its completion vectors `mlx5_comp3@pci:0000:3b:00.0`; most other drivers use
     `<ifname>-TxRx-3` or `<ifname>-rx-0`. Async (control) event queues are left out."""
     irqs = []
-    for line in (proc_interrupts or "").splitlines():
+    for line in _text.clean_lines(proc_interrupts, "/proc/interrupts"):
         match = re.match(r"^\s*(\d+):", line)
         if not match:
             continue

@@ -9,7 +9,9 @@ __metaclass__ = type
 
 import re
 
-_TITLE_RE = re.compile(r"^\s*((?:RDMA_Write|RDMA_Read|Send|Atomic\w*)[\w ]*?(?:BW|Latency) Test)\s*$")
+from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
+
+_TITLE_RE = re.compile(r"^\s*((?:RDMA_Write|RDMA_Read|Send|Atomic)[\w ]{0,60}?(?:BW|Latency) Test)\s*$")
 _BW_HEADER_RE = re.compile(r"#bytes\s+#iterations\s+BW peak\[(\w+/sec)\]\s+BW average\[(\w+/sec)\]\s+MsgRate\[Mpps\]")
 _LAT_HEADER_RE = re.compile(r"#bytes\s+#iterations\s+t_min\[usec\]")
 _FACT_KEYS = {
@@ -32,9 +34,23 @@ def _num(text):
     return int(value) if value.is_integer() and "." not in text else value
 
 
+def _fact_parts(line):
+    """' Dual-port       : OFF\t\tDevice         : mlx5_0' -> ['Dual-port       : OFF', 'Device         : mlx5_0'].
+
+    Splits on tabs and on runs of three or more spaces, then glues a piece that starts with ':' to
+    the key before it (the padding between a key and its colon is such a run too).
+    """
+    parts = []
+    for piece in re.split(r"\t+| {3,}", line):
+        if piece.startswith(":") and parts:
+            parts[-1] += " " + piece
+        elif piece.strip():
+            parts.append(piece)
+    return parts
+
+
 def _facts(line, facts):
-    # ' Dual-port       : OFF\t\tDevice         : mlx5_0' holds two facts on one line.
-    for part in re.split(r"\t+|\s{3,}(?=[A-Z])", line):
+    for part in _fact_parts(line):
         key, sep, value = part.partition(":")
         key, value = key.strip(), value.strip()
         if sep and key in _FACT_KEYS and value:
@@ -47,7 +63,7 @@ def parse(text):
               "connection_type": None, "link_type": None, "mtu": None, "gid_index": None, "rows": [],
               "errors": []}
     facts = {}
-    for raw in (text or "").splitlines():
+    for raw in _text.clean_lines(text, "perftest output"):
         line = raw.rstrip()
         if not line.strip() or set(line.strip()) <= set("-*"):
             continue

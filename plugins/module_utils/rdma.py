@@ -16,6 +16,7 @@ import ipaddress
 import os
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr as _read
 from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import leading_number, whole
 
@@ -34,7 +35,7 @@ _DRIVER_TRANSPORT = {
 # PCI vendor ids whose devices are known by their vendor alone (Alibaba eRDMA prints 0x1ded).
 _VENDOR_TRANSPORT = {"0x1ded": "eRDMA", "0x1d0f": "EFA"}
 
-_STATE_RE = re.compile(r"^\s*(?:(\d+)\s*:\s*)?(?:PORT_(?!CONFIGURATION))?([A-Za-z_]+)\s*(?:\((\d+)\))?\s*$")
+_STATE_RE = re.compile(r"^\s*(?:(\d+)\s*:\s*)?(?:PORT_(?!CONFIGURATION))?([A-Za-z_]+)\s*(?:\((\d+)\)\s*)?$")
 _RATE_RE = re.compile(r"^\s*([\d.]+)\s*Gb/sec")
 
 
@@ -261,8 +262,10 @@ def read_sysfs(sysfs_root="/sys"):
 
 _HCA_RE = re.compile(r"^hca_id:\s*(\S+)")
 _PORT_RE = re.compile(r"^\s+port:\s*(\d+)\s*$")
-_KV_RE = re.compile(r"^\s+([A-Za-z_][A-Za-z0-9_ ]*?):\s*(.*?)\s*$")
-_GID_RE = re.compile(r"^\s+GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)\s*(?:,\s*(.+?))?\s*$")
+# Values run to the end of the line and are stripped in code: a trailing \s* after a lazy group
+# backtracks quadratically on a line of spaces.
+_KV_RE = re.compile(r"^\s+([A-Za-z_][A-Za-z0-9_ ]{0,63}?):(.*)$")
+_GID_RE = re.compile(r"^\s+GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)(.*)$")
 _MTU_RE = re.compile(r"^\s*(\d+)")
 
 
@@ -303,7 +306,7 @@ def parse_ibv_devinfo(text):
     devices = []
     device = None
     port = None
-    for raw in (text or "").splitlines():
+    for raw in _text.clean_lines(text, "ibv_devinfo output"):
         line = raw.rstrip()
         if not line.strip():
             continue
@@ -326,14 +329,15 @@ def parse_ibv_devinfo(text):
         match = _GID_RE.match(line)
         if match and port is not None:
             gid, ipv4 = normalize_gid(match.group(2))
+            gid_type_text = match.group(3).strip().lstrip(",").strip() or None
             if gid is not None:
-                port["gids"].append({"index": int(match.group(1)), "gid": gid, "_type": match.group(3),
+                port["gids"].append({"index": int(match.group(1)), "gid": gid, "_type": gid_type_text,
                                      "netdev": None, "ipv4": ipv4})
             continue
         match = _KV_RE.match(line)
         if match:
             target = port["attributes"] if port is not None else device["attributes"]
-            target[match.group(1).strip()] = match.group(2)
+            target[match.group(1).strip()] = match.group(2).strip()
     if port is not None:
         device["ports"].append(port)
     return [_shape_verbs_device(d) for d in devices]

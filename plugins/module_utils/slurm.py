@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
 
 # A job in one of these states will not change again (slurm.h job_states, plus the
@@ -43,7 +44,7 @@ class SlurmParseError(ValueError):
 
 def parse_job_record(text):
     """``scontrol show job [-o] <id>`` (one job, one line or many) -> {field: value}."""
-    text = (text or "").strip()
+    text = _text.clean(text, "scontrol output").strip()
     if not text.startswith("JobId="):
         raise SlurmParseError("not a scontrol job record: %r" % text[:120])
     # A record that spans lines is the same fields separated by newlines and indentation.
@@ -58,7 +59,7 @@ def parse_job_record(text):
 
 def parse_submit(text):
     """``sbatch --parsable`` -> (job_id, cluster or None); a federation prints "id;cluster"."""
-    line = (text or "").strip().splitlines()[-1:] or [""]
+    line = _text.clean(text, "sbatch output").strip().splitlines()[-1:] or [""]
     match = re.match(r"^(\d+)(?:;(\S+))?$", line[0].strip())
     if not match:
         raise SlurmParseError("sbatch --parsable printed no job id: %r" % (text or "")[:200])
@@ -67,37 +68,51 @@ def parse_submit(text):
 
 def _split_top(expression):
     """Split a hostlist on the commas that are outside brackets."""
-    parts, depth, current = [], 0, ""
-    for char in expression:
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(expression):
         if char == "[":
             depth += 1
         elif char == "]":
             depth -= 1
             if depth < 0:
-                raise SlurmParseError("unbalanced ']' in hostlist %r" % expression)
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
+                raise SlurmParseError("unbalanced ']' in hostlist %r" % _short(expression))
+        elif char == "," and depth == 0:
+            parts.append(expression[start:index])
+            start = index + 1
     if depth:
-        raise SlurmParseError("unbalanced '[' in hostlist %r" % expression)
-    parts.append(current)
+        raise SlurmParseError("unbalanced '[' in hostlist %r" % _short(expression))
+    parts.append(expression[start:])
     return [p for p in parts if p]
 
 
-def _expand_range(body, expression):
-    """'01-03,7' -> ['01', '02', '03', '7'] keeping the zero padding of each range."""
-    values = []
+# No cluster has more nodes than this; a hostlist naming more is a typo ("n[1-1000000]"), not a job.
+MAX_HOSTS = 100000
+
+
+def _short(expression):
+    return expression if len(expression) <= 80 else expression[:77] + "..."
+
+
+def _ranges(body, expression):
+    """'01-03,7' -> [('01', 1, 3), ('7', 7, 7)]: (low as written, low, high)."""
+    ranges = []
     for part in body.split(","):
-        match = re.match(r"^(\d+)(?:-(\d+))?$", part)
+        match = re.match(r"^(\d{1,18})(?:-(\d{1,18}))?$", part)
         if not match:
-            raise SlurmParseError("bad range %r in hostlist %r" % (part, expression))
+            raise SlurmParseError("bad range %r in hostlist %r" % (part[:40], _short(expression)))
         low, high = match.group(1), match.group(2) or match.group(1)
         if int(high) < int(low):
-            raise SlurmParseError("range %r runs backwards in hostlist %r" % (part, expression))
-        width = len(low) if low.startswith("0") else 0
-        values.extend(str(n).zfill(width) for n in range(int(low), int(high) + 1))
+            raise SlurmParseError("range %r runs backwards in hostlist %r" % (part, _short(expression)))
+        ranges.append((low, int(low), int(high)))
+    return ranges
+
+
+def _expand_ranges(ranges):
+    """[('01', 1, 3), ('7', 7, 7)] -> ['01', '02', '03', '7'], keeping the zero padding of each range."""
+    values = []
+    for written, low, high in ranges:
+        width = len(written) if written.startswith("0") else 0
+        values.extend(str(n).zfill(width) for n in range(low, high + 1))
     return values
 
 
@@ -107,14 +122,29 @@ def expand_hostlist(expression):
     ``gpu-a[08-10],login`` -> gpu-a08, gpu-a09, gpu-a10, login; several bracket groups in one name
     (``rack[1-2]-n[1-2]``) expand to every combination, leftmost slowest.
     """
+    expression = _text.clean(expression, "hostlist").strip()
+    names = []
+    total = 0
+    for name in _split_top(expression):
+        pieces = [(piece, _ranges(piece[1:-1], expression) if piece.startswith("[") else None)
+                  for piece in re.split(r"(\[[^\]]*\])", name) if piece]
+        count = 1
+        for piece, ranges in pieces:
+            if ranges is not None:
+                count *= sum(high - low + 1 for written, low, high in ranges)
+        total += count
+        if total > MAX_HOSTS:
+            raise SlurmParseError("hostlist %r names more than %d hosts: refusing to expand it"
+                                  % (_short(expression), MAX_HOSTS))
+        names.append(pieces)
     hosts = []
-    for name in _split_top((expression or "").strip()):
+    for pieces in names:
         expanded = [""]
-        for piece in re.split(r"(\[[^\]]*\])", name):
-            if piece.startswith("["):
-                choices = _expand_range(piece[1:-1], expression)
+        for piece, ranges in pieces:
+            if ranges is not None:
+                choices = _expand_ranges(ranges)
                 expanded = [prefix + choice for prefix in expanded for choice in choices]
-            elif piece:
+            else:
                 expanded = [prefix + piece for prefix in expanded]
         hosts.extend(expanded)
     return hosts
@@ -173,7 +203,7 @@ def parse_sacct(text, job_id):
     For a job slurmctld has already forgotten (older than MinJobAge); "CANCELLED by 0" keeps
     its first word as the state.
     """
-    for line in (text or "").splitlines():
+    for line in _text.clean_lines(text, "sacct output"):
         values = line.split("|")
         if len(values) != len(SACCT_FIELDS) or values[0] != str(job_id):
             continue
@@ -181,6 +211,55 @@ def parse_sacct(text, job_id):
         record["JobState"] = record["JobState"].split()[0] if record["JobState"] else "UNKNOWN"
         return record
     return None
+
+
+# Job fields that land on one line of the sbatch script (an #SBATCH directive, an export, a command).
+_ONE_LINE_FIELDS = ("partition", "time_limit", "output_dir", "cuda_home", "mpi_home", "nccl_home",
+                    "nccl_tests_binary", "nccl_tests_args", "torchrun", "torchrun_script", "torchrun_args",
+                    "cpus_per_task", "nodes", "gpus_per_node", "ntasks_per_node", "master_port")
+_LIST_FIELDS = ("directives", "mpirun_args", "srun_args")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def job_problems(job):
+    """Sentences naming each field of a slurm_jobs job that cannot be written into its sbatch script
+    (a newline or a control character would start a second line; an env name must be a name)."""
+    name = job.get("name") if isinstance(job.get("name"), str) else "(no name)"
+    where = "job %s" % name[:60]
+    problems = []
+
+    def check(field, value):
+        if value is None or isinstance(value, (bool, int, float)):
+            return
+        if not isinstance(value, str):
+            problems.append("%s: %s must be text, got %s" % (where, field, type(value).__name__))
+            return
+        problem = _text.describe_unsafe(value)
+        if problem:
+            problems.append("%s: %s %s" % (where, field, problem))
+
+    check("name", job.get("name"))
+    for field in _ONE_LINE_FIELDS:
+        check(field, job.get(field))
+    for field in _LIST_FIELDS:
+        values = job.get(field)
+        if values is None:
+            continue
+        if not isinstance(values, list):
+            problems.append("%s: %s must be a list, got %s" % (where, field, type(values).__name__))
+            continue
+        for index, value in enumerate(values):
+            check("%s[%d]" % (field, index), value)
+    env = job.get("env")
+    if isinstance(env, dict):
+        for key in sorted(env, key=str):
+            if not isinstance(key, str) or not _ENV_NAME_RE.match(key):
+                problems.append("%s: env name %r is not an environment variable name" % (where, key))
+            elif isinstance(env[key], (dict, list)):
+                problems.append("%s: env.%s must be a string or a number" % (where, key))
+            else:
+                check("env.%s" % key, env[key])
+    return problems
 
 
 def job_runs(jobs):
@@ -201,7 +280,9 @@ def job_runs(jobs):
             "mode": "slurm",
             "command": "sbatch %s" % (entry.get("script") or ""),
             "rc": job.get("exit_code"),
-            "output": entry.get("output") or job.get("msg") or "",
+            "output": entry.get("output") or "",
+            # A job that was never submitted (check mode, sbatch refused it) did not run: say why.
+            "not_run": None if job.get("job_id") else (job.get("msg") or "not submitted"),
         })
     return runs
 

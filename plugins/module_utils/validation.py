@@ -7,8 +7,58 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, perftest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
+
+_NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
+
+
+def _threshold_problem(value):
+    """None when value is empty or a non-negative number (or its text), else what it is instead."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return "got %s" % str(value).lower()
+    if isinstance(value, (int, float)):
+        return None if value >= 0 and value == value and value != float("inf") else "got %r" % value
+    if isinstance(value, str) and _NUMBER_RE.match(value):
+        return None
+    return "got %r" % (value if not isinstance(value, str) else value[:40])
+
+
+def threshold_errors(values):
+    """{name: value} -> one sentence per value that is not a threshold; [] when all are.
+
+    A name ending in ``_by_size`` takes a mapping of size in bytes to minimum; ``max_wrong`` a
+    whole number; the others a non-negative number, its text, or empty (no threshold).
+    """
+    errors = []
+    for name in sorted(values):
+        value = values[name]
+        if name.endswith("_by_size"):
+            if value in (None, "", {}):
+                continue
+            if not isinstance(value, dict):
+                errors.append("%s must be a mapping of size in bytes to minimum, got %r" % (name, value))
+                continue
+            for size in sorted(value, key=str):
+                if isinstance(size, bool) or not str(size).strip().isdigit():
+                    errors.append("%s: size %r is not a whole number of bytes" % (name, size))
+                problem = _threshold_problem(value[size])
+                if problem or value[size] in (None, ""):
+                    errors.append("%s[%s] must be a non-negative number, %s" % (name, size, problem or "got nothing"))
+        elif name.endswith("max_wrong"):
+            if value in (None, "") or (not isinstance(value, bool) and isinstance(value, int) and value >= 0) \
+                    or (isinstance(value, str) and value.strip().isdigit()):
+                continue
+            errors.append("%s must be a whole number of wrong values allowed (0 or more), got %r" % (name, value))
+        else:
+            problem = _threshold_problem(value)
+            if problem:
+                errors.append("%s must be a non-negative number or empty, %s" % (name, problem))
+    return errors
 
 
 def _output(result):
@@ -16,7 +66,17 @@ def _output(result):
     parts = [result.get("stdout") or "", result.get("stderr") or ""]
     if result.get("rc") is None and result.get("msg"):
         parts.append("error: %s" % result["msg"])
-    return "\n".join(p for p in parts if p)
+    return "\n".join(p for p in parts if isinstance(p, str) and p)
+
+
+def not_run(result):
+    """Why a registered run did not run (check mode, a false condition), or None when it ran."""
+    if not result.get("skipped"):
+        return None
+    why = result.get("msg") or result.get("skip_reason") or "skipped"
+    if "check mode" in why:
+        why += ": check mode measures nothing"
+    return why
 
 
 def collect_runs(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=None):
@@ -31,14 +91,14 @@ def collect_runs(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=N
             item = result.get("item") or {}
             label = item.get("label") or "%s -g %s" % (item.get("name"), (gpus_by_host or {}).get(host, "?"))
             runs.append({"label": "%s: %s" % (host, label), "host": host, "mode": "single",
-                         "command": " ".join(result.get("cmd") or []), "rc": result.get("rc"),
-                         "output": _output(result)})
+                         "command": " ".join(str(a) for a in result.get("cmd") or []), "rc": result.get("rc"),
+                         "output": _output(result), "not_run": not_run(result)})
     for result in (mpirun_results or {}).get("results") or []:
         item = result.get("item") or {}
         runs.append({"label": item.get("label") or "mpirun %s x %d nodes" % (item.get("name"), len(hosts or [])),
                      "host": ",".join(hosts or []), "mode": "mpirun",
-                     "command": " ".join(result.get("cmd") or []), "rc": result.get("rc"),
-                     "output": _output(result)})
+                     "command": " ".join(str(a) for a in result.get("cmd") or []), "rc": result.get("rc"),
+                     "output": _output(result), "not_run": not_run(result)})
     return runs
 
 
@@ -46,11 +106,16 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
     """runs: [{'label', 'command', 'output'}] -> the same runs with 'result', 'failures', 'passed'."""
     judged = []
     for run in runs:
-        try:
-            result = nccl_tests.parse(run.get("output") or "")
-        except nccl_tests.NcclTestsParseError as exc:
-            result = {"rows": [], "errors": [str(exc)], "passed": False, "completed": False}
+        if run.get("not_run"):
+            result = nccl_tests.empty_result("not run: %s" % run["not_run"])
+        else:
+            try:
+                result = nccl_tests.parse(run.get("output") or "")
+            except nccl_tests.NcclTestsParseError as exc:
+                result = nccl_tests.empty_result(str(exc))
         failures = nccl_tests.check_thresholds(result, min_busbw, min_busbw_by_size, max_wrong, True, placement)
+        if run.get("rc") not in (0, None) and not run.get("not_run"):
+            failures.append("the command exited %s" % run["rc"])
         item = dict((k, v) for k, v in run.items() if k != "output")
         item.update(result=result, failures=failures, passed=not failures and bool(result.get("passed")))
         judged.append(item)
@@ -130,7 +195,9 @@ def judge_perftest(results, min_bw_gbps=None, max_lat_us=None):
             result = perftest.parse(output)
         except perftest.PerftestParseError:
             result = {"rows": [], "errors": [], "kind": None}
-        if result["rows"]:
+        if run.get("not_run"):
+            failures = ["%s: not run: %s" % (where, run["not_run"])]
+        elif result["rows"]:
             failures = ["%s: %s" % (where, f) for f in perftest.check_thresholds(result, min_bw_gbps, max_lat_us)]
         else:
             failures = ["%s: no result (client exit %s); perftest printed: %s" % (

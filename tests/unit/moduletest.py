@@ -9,6 +9,9 @@ import io
 import json
 import os
 
+from unittest import mock
+
+from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 STUBS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "stubs"))
@@ -23,25 +26,25 @@ def _forget_warnings():
             store.clear()
 
 
-def _warning_text(warning):
-    """2.19 returns a warning as {'event': {'msg': ...}}; older ones as the text."""
-    if isinstance(warning, dict):
-        return (warning.get("event") or {}).get("msg", warning.get("msg"))
-    return warning
-
-
 def run_module(module, args, check_mode=False, diff=False):
+    """The module's result; result['warnings'] holds the text of each module.warn() call."""
     _forget_warnings()
     args = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
     out = io.StringIO()
-    with patch_module_args(args), contextlib.redirect_stdout(out):
+    warned = []
+    original = basic.AnsibleModule.warn
+
+    def warn(self, warning, *more, **kwargs):
+        warned.append(warning)
+        return original(self, warning, *more, **kwargs)
+    with patch_module_args(args), contextlib.redirect_stdout(out), mock.patch.object(basic.AnsibleModule, "warn", warn):
         try:
             module.main()
         except SystemExit:
             pass
     text = out.getvalue()
     result = json.loads(text[text.find("{"):])
-    result["warnings"] = [_warning_text(w) for w in result.get("warnings") or []]
+    result["warnings"] = warned
     return result
 
 

@@ -42,5 +42,5 @@ def test_perftest_filter(read_fixture):
 
 def test_nvcc_gencode_filter_takes_a_registered_result():
     assert FILTERS["nvcc_gencode"]({"stdout_lines": ["9.0", "9.0"]}) == "-gencode=arch=compute_90,code=sm_90"
-    with pytest.raises(AnsibleFilterError, match="nvcc_gencode expects compute_cap lines"):
+    with pytest.raises(AnsibleFilterError, match="nvcc_gencode: expects compute_cap lines"):
         FILTERS["nvcc_gencode"](9.0)

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
@@ -123,4 +125,20 @@ def test_job_runs_keeps_only_nccl_tests_jobs():
     ]
     (run,) = slurm.job_runs(jobs)
     assert run == {"label": "slurm allreduce (job 7, 2 nodes)", "host": "n1,n2", "mode": "slurm",
-                   "command": "sbatch /var/tmp/a.sbatch", "rc": 0, "output": "text"}
+                   "command": "sbatch /var/tmp/a.sbatch", "rc": 0, "output": "text", "not_run": None}
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("n[1-100001]", "hostlist 'n[1-100001]' names more than 100000 hosts: refusing to expand it"),
+    ("n[1-1000]-g[1-1000]", "names more than 100000 hosts"),
+    ("n[0-99999999999999999]", "names more than 100000 hosts"),
+    ("n[1-9999999999999999999999]", "bad range '1-9999999999999999999999'"),
+])
+def test_absurd_hostlists_are_refused(expression, message):
+    with pytest.raises(slurm.SlurmParseError, match=re.escape(message)):
+        slurm.expand_hostlist(expression)
+
+
+def test_the_largest_allowed_hostlist_expands():
+    hosts = slurm.expand_hostlist("gpu-[00001-50000],cpu-[1-50000]")
+    assert len(hosts) == 100000 and hosts[0] == "gpu-00001" and hosts[-1] == "cpu-50000"

@@ -23,13 +23,25 @@ def test_collect_and_judge(read_fixture):
     assert runs[0]["output"] == "error: async task did not complete within the requested time"
     judged = validation.judge(runs, min_busbw=360)
     assert [r["passed"] for r in judged] == [False, True, True]
-    assert judged[0]["failures"][0].startswith("no result rows: the test did not run or printed nothing (no nccl-tests")
+    assert judged[0]["failures"] == ["no result table: no nccl-tests output in the text: no '# nThread' line, no result "
+                                     "table ('#  size  count  type ...') and no nccl-tests failure line"]
     assert "output" not in judged[1]
     text_summary = validation.summary_text(judged).splitlines()
     assert text_summary[2].split()[-1] == "FAIL" and text_summary[3].split()[-1] == "PASS"
-    assert text_summary[-1].startswith("n1: all_reduce_perf -g 8: no result rows")
+    assert text_summary[-1].startswith("n1: all_reduce_perf -g 8: no result table")
     markdown = validation.summary_markdown(judged, {"min_busbw": 360})
     assert "**FAIL**: 2 of 3 run(s) passed." in markdown and "Thresholds: min_busbw=360" in markdown
+
+
+def test_a_check_mode_run_is_a_failed_run_with_the_reason(read_fixture):
+    skipped = {"item": {"name": "all_reduce_perf"}, "cmd": ["all_reduce_perf", "-g", "8"], "rc": 0, "stdout": "",
+               "skipped": True, "msg": "Command would have run if not in check mode"}
+    runs = validation.collect_runs({"n1": {"results": [skipped]}}, None, ["n1"], {"n1": 8})
+    (judged,) = validation.judge(runs, min_busbw=100)
+    assert judged["passed"] is False and judged["result"]["collective"] is None
+    assert judged["failures"][0] == ("no result table: not run: Command would have run if not in check mode: "
+                                     "check mode measures nothing")
+    assert "FAIL" in validation.summary_markdown([judged])
 
 
 def test_judge_perftest(read_fixture):
