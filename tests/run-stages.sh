@@ -64,12 +64,34 @@ stage_molecule() {
   return $rc
 }
 
+# site.yml --check --diff on fresh lab nodes: it must run to the end and change nothing on them (no MTU set,
+# no package installed, no file written); check mode previews, it does not act.
+lab_check_run() {
+  local log="${TMPDIR:-/tmp}/gpufabric-lab-check.log" node state
+  ansible-playbook -i inventories/lab playbooks/lab.yml >/dev/null || return 1
+  if ! ansible-playbook -i inventories/lab playbooks/site.yml --check --diff \
+       -e report_dir="${TMPDIR:-/tmp}/gpufabric-lab-check-report" >"$log" 2>&1; then
+    echo "=== site.yml --check failed on the fresh lab:"; grep -B2 -A12 -E '^(fatal|\[ERROR\])' "$log" | head -n 60
+    return 1
+  fi
+  echo "=== site.yml --check on the fresh lab:"; awk '/PLAY RECAP/{n=1} n' "$log" | grep -E '^gpufabric-node'
+  for node in gpufabric-node1 gpufabric-node2; do
+    state=$(docker exec "$node" sh -c 'cat /sys/class/net/rdma0/mtu; ls /etc/nccl.conf /etc/gpufabric /root/.ssh/id_ed25519 2>/dev/null;
+                                       dpkg-query -W -f="\${Status}" rdma-core openmpi-bin 2>/dev/null | grep -c "install ok"')
+    if [[ "$(echo "$state" | tr '\n' ' ')" != "1500 0 " ]]; then
+      echo "=== site.yml --check changed $node: $(echo "$state" | tr '\n' ' ')"; return 1
+    fi
+  done
+  echo "=== site.yml --check changed nothing on the nodes (MTU 1500, no nccl.conf, no facts, no packages)"
+}
+
 # The README's first command for real: `make lab` on a fresh lab, then again, whose site.yml
 # must change nothing on any node; the lab is removed afterwards either way.
 stage_lab() {
   local log="${TMPDIR:-/tmp}/gpufabric-lab-second.log" rc=0
   make lab-destroy >/dev/null 2>&1
   rm -rf build/lab-report/burnin
+  lab_check_run || rc=1
   make lab || rc=1
   if [[ $rc -eq 0 ]]; then
     make lab >"$log" 2>&1 || { tail -n 40 "$log"; rc=1; }

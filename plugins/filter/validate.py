@@ -8,9 +8,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, chart, nccl_tests, slurm, text, validation
-from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (TEXT, Mapping, expect,
-                                                                                 expect_list_of_mappings, fail, filters,
-                                                                                 number_or_none)
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
+    TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
 PLACEMENTS = ("out_of_place", "in_place", "best")
 

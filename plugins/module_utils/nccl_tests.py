@@ -109,7 +109,7 @@ def _prefix(tokens, columns):
     if len(tokens) == len(columns):
         return dict(zip(columns, tokens))
     mapped = dict(zip(columns[:2], tokens[:2]))
-    rest = [c for c in columns[2:]]
+    rest = list(columns[2:])
     for token in tokens[2:]:
         kind = _prefix_kind(token)
         if kind in rest:

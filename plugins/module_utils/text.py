@@ -127,4 +127,3 @@ def check_ifname(name, value):
         raise TextError("%s %r is not a network interface name (1-15 characters, no '/', ':' or white space)"
                         % (name, text))
     return text
-

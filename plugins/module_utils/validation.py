@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, perftest
@@ -22,7 +23,7 @@ def _threshold_problem(value):
     if isinstance(value, bool):
         return "got %s" % str(value).lower()
     if isinstance(value, (int, float)):
-        return None if value >= 0 and value == value and value != float("inf") else "got %r" % value
+        return None if value >= 0 and not math.isnan(value) and not math.isinf(value) else "got %r" % value
     if isinstance(value, str) and _NUMBER_RE.match(value):
         return None
     return "got %r" % (value if not isinstance(value, str) else value[:40])

@@ -171,6 +171,11 @@ timed_out:
   description: The job had not ended after O(timeout).
   returned: always
   type: bool
+msg:
+  description: In check mode with O(script), what would have been submitted.
+  returned: in check mode with O(script)
+  type: str
+  sample: "would submit /var/tmp/gpufabric-slurm/nccl.sbatch (check mode: nothing was submitted)"
 would_cancel:
   description: In check mode, why the job would have been cancelled (can never start, or O(timeout) passed).
   returned: in check mode, when a run would have cancelled the job

@@ -14,11 +14,7 @@ __metaclass__ = type
 import functools
 
 from ansible.errors import AnsibleError, AnsibleFilterError
-
-try:
-    from collections.abc import Mapping, Sequence
-except ImportError:  # pragma: no cover - Python 2
-    from collections import Mapping, Sequence
+from ansible.module_utils.six.moves.collections_abc import Mapping, Sequence
 
 TEXT = (str, bytes)
 

@@ -1,10 +1,12 @@
-"""Parser throughput: a 10,000-row nccl-tests log and a log with 1,000 rank lines.
+"""Parser throughput: a 10,000-row nccl-tests log, a log with 1,000 rank lines, the same 10,000 rows
+behind Open MPI's --timestamp-output --tag-output labels, and ibv_devinfo with a 1,000,000-character
+line of spaces inside a port block (the shape that made the old parser quadratic).
 
     make bench
 
-Both logs are built from the real 8x H200 capture in tests/unit/fixtures/nccl_tests: its header
-and rows repeated (sizes renumbered so every row is distinct), its Rank line repeated with
-rank numbers 0..999. Prints rows (or rank lines) per second, best of 5 runs.
+The logs are built from the real captures in tests/unit/fixtures: the 8x H200 header and rows
+repeated (sizes renumbered so every row is distinct), its Rank line repeated with rank numbers
+0..999. Prints rows (or characters) per second, best of 5 runs.
 """
 
 from __future__ import print_function
@@ -17,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, rdma  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "unit", "fixtures", "nccl_tests", "all_reduce_g8_h200x8.txt")
 
@@ -60,6 +62,18 @@ def main():
     seconds, result = best_of(nccl_tests.parse, ranks)
     assert len(result["ranks"]) == 1000, "the 1,000 rank lines did not parse whole"
     print("parse_nccl_tests   1,000 rank lines %.3f s  %10.0f rank lines/s" % (seconds, 1000 / seconds))
+    tagged = "\n".join("Mon Nov 23 17:25:02 2026[1,0]<stdout>:" + line for line in big.splitlines())
+    seconds, result = best_of(nccl_tests.parse, tagged)
+    assert len(result["rows"]) == 10000, "the launcher-labelled log did not parse whole"
+    print("parse_nccl_tests  10,000 rows, mpirun --timestamp-output --tag-output  %.3f s  %10.0f rows/s"
+          % (seconds, 10000 / seconds))
+    with open(os.path.join(ROOT, "tests", "unit", "fixtures", "ibv_devinfo", "mlx4_ib_verbose_port2_heioy-books.txt")) as handle:
+        devinfo = handle.read()
+    long_line = "\t\t\tnode_guid: a" + " " * 1000000 + "b\n"
+    text = devinfo.replace("\n", "\n" + long_line, 5)
+    seconds, result = best_of(rdma.parse_ibv_devinfo, text)
+    assert result, "ibv_devinfo with a long line did not parse"
+    print("parse_ibv_devinfo  a 1,000,000-character line  %.3f s  %10.0f characters/s" % (seconds, len(text) / seconds))
 
 
 if __name__ == "__main__":

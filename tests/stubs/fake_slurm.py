@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """A stand-in Slurm for unit tests: run as sbatch, scontrol, sacct or scancel (a link with that name).
 
 Every call is appended to $STUB_LOG as one JSON line {"tool", "argv"}, so a test can prove that check

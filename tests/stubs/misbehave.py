@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """A stand-in for a tool on a sick node: run under any name (a link named nvidia-smi, ibv_devinfo,
 journalctl, ip, ...), it does what STUB_<NAME>_MODE says (NAME upper-cased, '-' as '_'):
 
@@ -26,7 +26,7 @@ def main():
         with open(os.environ["STUB_LOG"], "a") as log:
             log.write(json.dumps({"tool": tool, "argv": sys.argv[1:]}) + "\n")
     mode = os.environ.get(key + "MODE", "fail:127:%s: no mode set for this stub" % tool)
-    kind, _, arg = mode.partition(":")
+    kind, dummy, arg = mode.partition(":")
     out = sys.stdout.buffer
     if kind == "hang":
         subprocess.Popen(["sleep", "3600"])
@@ -40,7 +40,7 @@ def main():
             data = handle.read()
         out.write(data[:len(data) // 2])
     elif kind == "fail":
-        rc, _, text = arg.partition(":")
+        rc, dummy, text = arg.partition(":")
         sys.stderr.write(text + "\n")
         return int(rc)
     elif kind == "file":

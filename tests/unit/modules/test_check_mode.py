@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.modules import (gpu_facts, nccl_env, node_health, rdma_devices,
-                                                                 rdma_netdev, slurm_job)
+from ansible_collections.gpufabric.rdma.plugins.modules import (
+    gpu_facts, nccl_env, node_health, rdma_devices, rdma_netdev, slurm_job)
 from moduletest import calls, run_module, stub_bin
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))

@@ -110,9 +110,10 @@ def test_old_all_reduce_with_error_columns(read_fixture):
 
 def test_a_tag_glued_into_the_middle_of_a_line():
     # Open MPI writes two chunks of one rank as one line at times (ExaWorks/psij-python#510).
-    text = ("[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
-            "[1,0]<stdout>:# Out of bounds values : 0 OK[1,0]<stdout>:     1024           256     float     sum      -1     8.52    0.12    0.00       0     0.58    1.76    0.00       0\n"
-            "[1,0]<stdout>:# Avg bus bandwidth    : 0\n")
+    header = "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong"
+    row = "     1024           256     float     sum      -1     8.52    0.12    0.00       0     0.58    1.76    0.00       0"
+    text = ("[1,0]<stdout>:%s\n[1,0]<stdout>:# Out of bounds values : 0 OK[1,0]<stdout>:%s\n"
+            "[1,0]<stdout>:# Avg bus bandwidth    : 0\n" % (header, row))
     r = nccl_tests.parse(text)
     assert [row["size"] for row in r["rows"]] == [1024] and r["out_of_bounds"]["ok"]
 
