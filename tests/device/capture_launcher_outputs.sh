@@ -13,9 +13,7 @@ mkdir -p "$out"
 cd "$(dirname "$0")/../.."
 . tests/device/common.sh
 setup_nccl_home
-cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
-mpi_home=$(dirname "$(mpicc --showme:incdirs 2>/dev/null | cut -d' ' -f1)")
-[[ -f $mpi_home/include/mpi.h ]] || mpi_home=$(dirname "$(dirname "$(command -v mpirun)")")
+find_build_homes
 gencode="-gencode=arch=compute_90,code=sm_90"
 mpirun --version | head -n1
 make -s -C vendor-src/nccl-tests -j"$(nproc)" CUDA_HOME="$cuda_home" NCCL_HOME=/tmp/nccl MPI=1 MPI_HOME="$mpi_home" \

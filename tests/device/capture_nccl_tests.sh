@@ -10,12 +10,9 @@ mkdir -p "$out"
 cd "$(dirname "$0")/../.."
 . tests/device/common.sh
 setup_nccl_home
-cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
+find_build_homes
 mpi_args=()
-if command -v mpirun >/dev/null; then
-  # Distribution OpenMPI keeps mpi.h outside <prefix>/include; mpicc knows where (OpenMPI 4: --showme:incdirs).
-  mpi_home=$(dirname "$(mpicc --showme:incdirs 2>/dev/null | cut -d' ' -f1)")
-  [[ -f $mpi_home/include/mpi.h ]] || mpi_home=$(dirname "$(dirname "$(command -v mpirun)")")
+if [[ -n $mpi_home ]]; then
   mpi_args=(MPI=1 "MPI_HOME=$mpi_home")
   mpirun --version | head -n1
 fi

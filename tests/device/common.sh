@@ -29,3 +29,14 @@ copy_nccl_tests_source() {
   local top=$1
   mkdir -p /opt/nccl-tests && rm -rf /opt/nccl-tests/src && cp -r "$top/vendor-src/nccl-tests" /opt/nccl-tests/src
 }
+
+# The CUDA toolkit of the nvcc on PATH, and the MPI prefix that holds mpi.h: distribution OpenMPI keeps
+# mpi.h outside <prefix>/include, and mpicc knows where (OpenMPI 4: --showme:incdirs).
+find_build_homes() {
+  cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
+  mpi_home=""
+  if command -v mpirun >/dev/null; then
+    mpi_home=$(dirname "$(mpicc --showme:incdirs 2>/dev/null | cut -d' ' -f1)")
+    [[ -f $mpi_home/include/mpi.h ]] || mpi_home=$(dirname "$(dirname "$(command -v mpirun)")")
+  fi
+}
