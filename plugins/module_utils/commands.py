@@ -18,8 +18,9 @@ import signal
 import subprocess
 import time
 
-DEFAULT_TIMEOUT = 30
-MAX_TIMEOUT = 3600
+from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import (
+    DEFAULT_COMMAND_TIMEOUT as DEFAULT_TIMEOUT, check_seconds)
+
 # Where system tools live even when a service's PATH leaves them out (AnsibleModule.get_bin_path does the same).
 SBIN_DIRS = ("/sbin", "/usr/sbin", "/usr/local/sbin", "/usr/local/bin", "/usr/bin", "/bin")
 # After the kill, how long the pipes may take to close (a child that left the group may hold them).
@@ -66,10 +67,8 @@ class CommandResult(object):
 
 
 def check_timeout(value, name="command_timeout"):
-    """A timeout in whole seconds (1 to MAX_TIMEOUT), or ValueError naming the option and the value."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TIMEOUT:
-        raise ValueError("%s must be a whole number of seconds from 1 to %d, got %r" % (name, MAX_TIMEOUT, value))
-    return value
+    """A timeout in whole seconds (1 to 3600), or ValueError naming the option and the value."""
+    return check_seconds(value, name)
 
 
 def _decode(data):

@@ -197,9 +197,14 @@ def has_nvlink(topology):
 PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
 
 
+def loaded_modules(proc_modules):
+    """/proc/modules text -> the names of the loaded kernel modules, in its order."""
+    return [line.split()[0] for line in _text.clean_lines(proc_modules, "/proc/modules") if line.strip()]
+
+
 def parse_peermem(proc_modules):
     """/proc/modules text -> {'loaded': bool, 'module': name or None}."""
-    loaded = set(line.split()[0] for line in _text.clean_lines(proc_modules, "/proc/modules") if line.strip())
+    loaded = set(loaded_modules(proc_modules))
     for name in PEERMEM_MODULES:
         if name in loaded:
             return {"loaded": True, "module": name}
@@ -207,6 +212,29 @@ def parse_peermem(proc_modules):
 
 
 _COMPUTE_CAP_RE = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
+
+
+_QUERY_CAP_RE = re.compile(r"^\s*(\d+)\s*,\s*(\d+\.\d+)\s*$")
+_NVCC_RELEASE_RE = re.compile(r"release (\d+\.\d+)")
+
+
+def parse_compute_caps(text):
+    """`nvidia-smi --query-gpu=index,compute_cap --format=csv,noheader` -> {index: '9.0'}.
+
+    Drivers before R510 do not know the field and print an error: that gives {} (unknown), not a failure.
+    """
+    caps = {}
+    for line in _text.clean_lines(text, "nvidia-smi --query-gpu output"):
+        match = _QUERY_CAP_RE.match(line)
+        if match:
+            caps[int(match.group(1))] = match.group(2)
+    return caps
+
+
+def parse_nvcc_version(text):
+    """`nvcc --version` -> the CUDA release ('13.0'), or None."""
+    match = _NVCC_RELEASE_RE.search(_text.clean(text, "nvcc --version output"))
+    return match.group(1) if match else None
 
 
 def nvcc_gencode(compute_caps):

@@ -9,12 +9,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import re
 from xml.etree import ElementTree
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu as nvidia
 from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
 from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are
@@ -57,10 +57,6 @@ _PROCESS = re.compile(r"pid=([^,]{1,32}), name=([^,]{1,256}),")
 # "GPU at 0000:01:00.0 has fallen off the bus." (older drivers); never across a new log line.
 _FALLEN = re.compile(r"GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)"
                      r"((?:(?!\n\S).){0,400}?)fallen off the bus", re.S)
-
-# InfiniBand port counters that only rise when a link misbehaves (sysfs ports/N/counters).
-ERROR_COUNTERS = ("link_downed", "symbol_error", "link_error_recovery", "port_rcv_errors",
-                  "local_link_integrity_errors", "excessive_buffer_overrun_errors")
 
 
 def short_pci(address):
@@ -177,25 +173,6 @@ def gpu_memory_findings(host, gpus, max_retired_pages=60):
     return found
 
 
-def read_port_counters(sysfs_root="/sys", names=ERROR_COUNTERS):
-    """{'mlx5_0/1': {'link_downed': 0, ...}} from class/infiniband/*/ports/*/counters."""
-    base = os.path.join(sysfs_root, "class", "infiniband")
-    readings = {}
-    for device in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        ports = os.path.join(base, device, "ports")
-        for port in sorted(os.listdir(ports)) if os.path.isdir(ports) else []:
-            values = {}
-            for name in names:
-                try:
-                    with open(os.path.join(ports, port, "counters", name)) as handle:
-                        values[name] = int(handle.read().strip())
-                except (IOError, OSError, ValueError):
-                    continue
-            if values:
-                readings["%s/%s" % (device, port)] = values
-    return readings
-
-
 def rising_counters(before, after):
     """Two readings -> [(port, counter, before, after)] for every error counter that rose."""
     rising = []
@@ -292,3 +269,62 @@ def inventory_findings(host, gpu_count, devices, peermem_loaded, netdev_mtus, ex
         found.append(finding("peermem", "warning", host, "nvidia_peermem is not loaded: GPUDirect RDMA is off",
                              "modprobe nvidia_peermem (the peermem role persists it)"))
     return found
+
+
+# Every option of a check with its default (node_health's argument_spec says the same).
+CHECK_DEFAULTS = {
+    "expected_gpu_count": None,
+    "expected_rdma_devices": None,
+    "min_port_rate_gbps": None,
+    "expected_mtu": None,
+    "require_peermem": False,
+    "expected_nccl_env": None,
+    "nccl_conf": "/etc/nccl.conf",
+    "counter_interval": 0,
+    "xid_ignore": [],
+    "max_retired_pages": 60,
+    "kernel_log": None,
+    "nvidia_smi_path": None,
+    "sysfs_root": "/sys",
+    "procfs_root": "/proc",
+    "command_timeout": DEFAULT_COMMAND_TIMEOUT,
+}
+_NON_NEGATIVE = ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages",
+                 "command_timeout")
+_INTEGERS = _NON_NEGATIVE
+_MAX_COUNTER_INTERVAL = 600
+
+
+class CheckOptionError(ValueError):
+    """An option that cannot be checked with; the message names it and its value."""
+
+
+def check_options(given):
+    """The given options over CHECK_DEFAULTS; unknown names and bad values raise CheckOptionError."""
+    unknown = sorted(set(given or {}) - set(CHECK_DEFAULTS))
+    if unknown:
+        raise CheckOptionError("unknown check option(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(CHECK_DEFAULTS))))
+    merged = dict(CHECK_DEFAULTS)
+    merged.update(dict((k, v) for k, v in (given or {}).items() if v is not None))
+    for name in _INTEGERS:
+        value = merged[name]
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise CheckOptionError("%s must be a whole number, got %r" % (name, value))
+        if value < 0:
+            raise CheckOptionError("%s must not be negative, got %d" % (name, value))
+    try:
+        check_seconds(merged["command_timeout"], "command_timeout")
+    except ValueError as exc:
+        raise CheckOptionError(str(exc))
+    if merged["counter_interval"] > _MAX_COUNTER_INTERVAL:
+        raise CheckOptionError("counter_interval is at most %d seconds, got %d"
+                               % (_MAX_COUNTER_INTERVAL, merged["counter_interval"]))
+    if merged["min_port_rate_gbps"] is not None and not isinstance(merged["min_port_rate_gbps"], (int, float)):
+        raise CheckOptionError("min_port_rate_gbps must be a number, got %r" % (merged["min_port_rate_gbps"],))
+    if not isinstance(merged["xid_ignore"], list) or not all(isinstance(x, int) for x in merged["xid_ignore"]):
+        raise CheckOptionError("xid_ignore must be a list of Xid numbers, got %r" % (merged["xid_ignore"],))
+    if merged["expected_nccl_env"] is not None and not isinstance(merged["expected_nccl_env"], dict):
+        raise CheckOptionError("expected_nccl_env must be a mapping of NCCL variables, got %r" % (merged["expected_nccl_env"],))
+    return merged

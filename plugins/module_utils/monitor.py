@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The health monitor that the health_monitor role installs on each node (run by a systemd timer).
+"""What the health monitor decides, as pure functions: the program itself (the clock, the state
+file, HTTP) is roles/health_monitor/files/gpufabric_health_monitor.py, which a systemd timer runs.
 
 Each run checks the node (node_checks.check_node, the checks of the node_health module), compares
-the findings with the state the last run saved, and posts what changed to every webhook:
+the findings with the state the last run saved (``plan``), and posts what changed to every webhook:
 
 - ``new``: a finding not seen before (one message per finding and webhook);
 - ``worse``: a finding whose severity rose;
@@ -22,26 +23,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
 import copy
 import datetime
 import hashlib
 import hmac
 import json
-import os
-import sys
-import tempfile
-import time
+import base64
 import uuid
 
 try:
     from urllib.parse import quote_plus
-    from urllib.request import Request, build_opener
-    from urllib.error import HTTPError, URLError
-except ImportError:  # pragma: no cover - Python 2 managed nodes are not supported by the monitor
-    quote_plus = Request = build_opener = HTTPError = URLError = None
+except ImportError:  # pragma: no cover - Python 2
+    from urllib import quote_plus
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils import health, text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.health import SEVERITY_ORDER as SEVERITY_RANK
 
 WEBHOOK_TYPES = ("lark", "feishu", "dingtalk", "slack", "generic")
@@ -255,24 +250,6 @@ def redact(text, webhook):
     return text
 
 
-def post(webhook, body, now, timeout=10, opener=None):
-    """Send one message; None when delivered, else the reason (redacted)."""
-    url, data, headers = build_request(webhook, body, now)
-    request = Request(url, data=data, headers=headers)
-    try:
-        response = (opener or build_opener()).open(request, timeout=timeout)
-        try:
-            status, text = response.getcode(), response.read().decode("utf-8", "replace")
-        finally:
-            response.close()
-    except HTTPError as exc:
-        status, text = exc.code, exc.read().decode("utf-8", "replace") if exc.fp else ""
-    except (URLError, OSError, ValueError) as exc:
-        return redact("not reachable: %s" % getattr(exc, "reason", exc), webhook)
-    error = response_error(webhook["type"], status, text)
-    return redact(error, webhook) if error else None
-
-
 def carried_secret(webhook):
     """What secret a request to the webhook reveals on the wire, or None: its signing secret, a token in the
     query string, or a chat service's URL path (Lark, DingTalk and Slack put the token there)."""
@@ -329,99 +306,7 @@ def check_config(config):
             raise ConfigError("%s: the url is http://, so %s would cross the network in clear text: use https://, "
                               "or set insecure_http: true to send it anyway" % (where, secret))
     try:
-        merged["checks"] = node_checks.options(merged["checks"])
-    except node_checks.CheckOptionError as exc:
+        merged["checks"] = health.check_options(merged["checks"])
+    except health.CheckOptionError as exc:
         raise ConfigError("checks: %s" % exc)
     return merged
-
-
-def load_state(path):
-    try:
-        with open(path) as handle:
-            state = json.load(handle)
-    except (IOError, OSError):
-        return empty_state(), None
-    except ValueError as exc:
-        return empty_state(), "state file %s is not JSON (%s); starting afresh" % (path, exc)
-    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
-        return empty_state(), "state file %s has another format; starting afresh" % path
-    return state, None
-
-
-def save_state(path, state):
-    directory = os.path.dirname(path) or "."
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o700)
-    handle, tmp = tempfile.mkstemp(dir=directory, prefix=".state.")
-    with os.fdopen(handle, "w") as out:
-        json.dump(state, out, sort_keys=True, indent=1)
-    os.rename(tmp, path)
-
-
-def _say(line):
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
-def _complain(line):
-    sys.stderr.write(line + "\n")
-
-
-def run_once(config, runner=None, now=None, opener=None, log=_say):
-    """One monitor run: check, plan, send, save. Returns the number of messages that failed."""
-    now = time.time() if now is None else now
-    host = config["host"] or os.uname()[1]
-    state, warning = load_state(config["state_file"])
-    if warning:
-        log(warning)
-    result = node_checks.check_node(config["checks"], runner, host=host,
-                                    previous_counters=state.get("counters"))
-    names = [w["name"] for w in config["webhooks"]]
-    by_name = dict((w["name"], w) for w in config["webhooks"])
-    state, messages = plan(state, result["findings"], names, now, config["quiet_period"], config["cluster"], host,
-                           config["min_severity"], config["send_recovery"])
-    failed = 0
-    for key, name, kind in messages:
-        event = state["events"][key]
-        error = post(by_name[name], payload(config["cluster"], host, event, kind, now), now, config["timeout"], opener)
-        what = "%s %s %s (%s, %s)" % (kind, event["event_id"], event["check"], event["target"], event["severity"])
-        if error:
-            failed += 1
-            log("webhook %s (%s): could not send %s: %s; the next run tries again" % (name, by_name[name]["type"],
-                                                                                      what, error))
-        else:
-            delivered(state, key, name, kind, now)
-            log("webhook %s (%s): sent %s" % (name, by_name[name]["type"], what))
-    prune(state, names, config["send_recovery"])
-    observed = result["observed"]
-    state["counters"] = {"at": observed["counters_at"], "ports": observed["port_counters"]}
-    state["last_run"] = {"at": iso(now), "counts": result["counts"], "healthy": result["healthy"],
-                         "messages": len(messages), "failed": failed}
-    save_state(config["state_file"], state)
-    counts = result["counts"]
-    log("%d finding(s): %d critical, %d warning, %d info; %d open event(s); %d message(s) sent, %d failed" % (
-        len(result["findings"]), counts["critical"], counts["warning"], counts["info"],
-        sum(1 for e in state["events"].values() if e["status"] == "open"), len(messages) - failed, failed))
-    return failed
-
-
-def main(argv=None):
-    """gpufabric-health-monitor --config FILE: exit 0 when every message arrived, 1 when one did not, 2 on bad input."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] != "--config":
-        _complain("usage: gpufabric-health-monitor --config FILE")
-        return 2
-    try:
-        with open(argv[1]) as handle:
-            config = check_config(json.load(handle))
-    except (IOError, OSError) as exc:
-        _complain("cannot read the configuration %s: %s" % (argv[1], exc.strerror))
-        return 2
-    except ValueError as exc:  # ConfigError and JSON errors; neither quotes a URL or a secret
-        _complain("configuration %s: %s" % (argv[1], exc))
-        return 2
-    try:
-        return 1 if run_once(config) else 0
-    except node_checks.CheckOptionError as exc:
-        _complain("checks: %s" % exc)
-        return 2

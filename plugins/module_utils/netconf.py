@@ -177,7 +177,7 @@ def pfc_vector(priorities):
 
 
 def qos_commands(ifname, tool, pfc_priorities, trust, ecn_priorities, rdma_device=None, port=1,
-                 roce_mode=None, roce_tos=None):
+                 roce_mode=None, roce_tos=None, sysfs_root="/sys"):
     """What to run or write for the interface's lossless RoCE settings, as a list of steps:
     {"argv": [...]} for commands and {"path": ..., "value": ...} for sysfs/configfs writes.
 
@@ -204,9 +204,9 @@ def qos_commands(ifname, tool, pfc_priorities, trust, ecn_priorities, rdma_devic
     for prio in range(8) if ecn_priorities is not None else []:
         value = "1" if prio in ecn_priorities else "0"
         for side in ("roce_np", "roce_rp"):
-            steps.append({"path": "/sys/class/net/%s/ecn/%s/enable/%d" % (ifname, side, prio), "value": value})
+            steps.append({"path": "%s/class/net/%s/ecn/%s/enable/%d" % (sysfs_root, ifname, side, prio), "value": value})
     if rdma_device and (roce_mode or roce_tos is not None):
-        base = "/sys/kernel/config/rdma_cm/%s/ports/%d" % (rdma_device, int(port))
+        base = "%s/kernel/config/rdma_cm/%s/ports/%d" % (sysfs_root, rdma_device, int(port))
         if roce_mode:
             steps.append({"path": base + "/default_roce_mode", "value": roce_mode})
         if roce_tos is not None:

@@ -16,66 +16,14 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, health, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, health, sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
 
-# Every option of a check with its default (node_health's argument_spec says the same).
-DEFAULTS = {
-    "expected_gpu_count": None,
-    "expected_rdma_devices": None,
-    "min_port_rate_gbps": None,
-    "expected_mtu": None,
-    "require_peermem": False,
-    "expected_nccl_env": None,
-    "nccl_conf": "/etc/nccl.conf",
-    "counter_interval": 0,
-    "xid_ignore": [],
-    "max_retired_pages": 60,
-    "kernel_log": None,
-    "nvidia_smi_path": None,
-    "sysfs_root": "/sys",
-    "procfs_root": "/proc",
-    "command_timeout": commands.DEFAULT_TIMEOUT,
-}
-_NON_NEGATIVE = ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages",
-                 "command_timeout")
-_INTEGERS = _NON_NEGATIVE
-_MAX_COUNTER_INTERVAL = 600
-
-
-class CheckOptionError(ValueError):
-    """An option that cannot be checked with; the message names it and its value."""
-
-
-def options(given):
-    """The given options over DEFAULTS; unknown names and bad values raise CheckOptionError."""
-    unknown = sorted(set(given or {}) - set(DEFAULTS))
-    if unknown:
-        raise CheckOptionError("unknown check option(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    merged = dict(DEFAULTS)
-    merged.update(dict((k, v) for k, v in (given or {}).items() if v is not None))
-    for name in _INTEGERS:
-        value = merged[name]
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise CheckOptionError("%s must be a whole number, got %r" % (name, value))
-        if value < 0:
-            raise CheckOptionError("%s must not be negative, got %d" % (name, value))
-    try:
-        commands.check_timeout(merged["command_timeout"])
-    except ValueError as exc:
-        raise CheckOptionError(str(exc))
-    if merged["counter_interval"] > _MAX_COUNTER_INTERVAL:
-        raise CheckOptionError("counter_interval is at most %d seconds, got %d"
-                               % (_MAX_COUNTER_INTERVAL, merged["counter_interval"]))
-    if merged["min_port_rate_gbps"] is not None and not isinstance(merged["min_port_rate_gbps"], (int, float)):
-        raise CheckOptionError("min_port_rate_gbps must be a number, got %r" % (merged["min_port_rate_gbps"],))
-    if not isinstance(merged["xid_ignore"], list) or not all(isinstance(x, int) for x in merged["xid_ignore"]):
-        raise CheckOptionError("xid_ignore must be a list of Xid numbers, got %r" % (merged["xid_ignore"],))
-    if merged["expected_nccl_env"] is not None and not isinstance(merged["expected_nccl_env"], dict):
-        raise CheckOptionError("expected_nccl_env must be a mapping of NCCL variables, got %r" % (merged["expected_nccl_env"],))
-    return merged
+# The options and their checks are pure (health.py), so the monitor's configuration check on the
+# controller and the module use the same rules; these names stay for callers of this module.
+DEFAULTS = health.CHECK_DEFAULTS
+CheckOptionError = health.CheckOptionError
+options = health.check_options
 
 
 def _kernel_log(opts, runner):
@@ -161,13 +109,9 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
                              "run as root, or give kernel_log"))
         log_source = None
 
-    devices = rdma.read_sysfs(opts["sysfs_root"])
+    devices = sysfs.read_rdma_devices(opts["sysfs_root"])
     netdevs = sorted(set(port["netdev"] for d in devices for port in d.get("ports") or [] if port.get("netdev")))
-    mtus = {}
-    for netdev in netdevs:
-        value = files.read_attr(os.path.join(opts["sysfs_root"], "class", "net", netdev, "mtu"))
-        if value and value.isdigit():
-            mtus[netdev] = int(value)
+    mtus = sysfs.netdev_mtus(opts["sysfs_root"], netdevs)
     peermem = gpu.parse_peermem(files.read_text(os.path.join(opts["procfs_root"], "modules")) or "")
     # With nvidia-smi broken the GPUs cannot be counted: that finding says so, not "a GPU fell off".
     found += health.inventory_findings(host, gpu_count, devices, peermem["loaded"], mtus, {
@@ -175,7 +119,7 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
         "port_rate_gbps": opts["min_port_rate_gbps"], "mtu": opts["expected_mtu"], "peermem": opts["require_peermem"]})
 
     now = time.time()
-    after = health.read_port_counters(opts["sysfs_root"])
+    after = sysfs.read_port_counters(opts["sysfs_root"])
     if previous_counters and previous_counters.get("ports"):
         interval = int(round(now - previous_counters.get("at", now)))
         found += health.counter_findings(host, health.rising_counters(previous_counters["ports"], after), interval)
@@ -183,7 +127,7 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
         before = after
         sleep(opts["counter_interval"])
         now = time.time()
-        after = health.read_port_counters(opts["sysfs_root"])
+        after = sysfs.read_port_counters(opts["sysfs_root"])
         found += health.counter_findings(host, health.rising_counters(before, after), opts["counter_interval"])
 
     if opts["expected_nccl_env"] is not None:

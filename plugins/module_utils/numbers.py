@@ -28,3 +28,15 @@ def leading_number(text, pattern=LEADING_NUMBER_RE):
         return whole(float(match.group(1)))
     except ValueError:
         return None
+
+
+# Every external command the collection runs has a time limit in this range (commands.Runner).
+DEFAULT_COMMAND_TIMEOUT = 30
+MAX_COMMAND_TIMEOUT = 3600
+
+
+def check_seconds(value, name, low=1, high=MAX_COMMAND_TIMEOUT):
+    """value as whole seconds from low to high, or ValueError naming the option and the value."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError("%s must be a whole number of seconds from %d to %d, got %r" % (name, low, high, value))
+    return value

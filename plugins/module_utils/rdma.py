@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""RDMA device discovery: sysfs trees and ibv_devinfo text to plain dictionaries.
+"""RDMA devices: what sysfs holds for them, and ibv_devinfo's text, to plain dictionaries.
 
-Standard library only; runs on managed nodes (rdma_devices module) and on the controller
-(parse_ibv_devinfo filter). Reading a sysfs tree takes a root path so tests and users can
-point it at a captured copy of /sys.
+Pure functions, standard library only: they take attribute texts (read by sysfs.py on the node)
+or tool output, and run on managed nodes (rdma_devices module) and on the controller
+(parse_ibv_devinfo filter) alike.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,11 +13,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
-import os
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr as _read
 from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import leading_number, whole
 
 TRANSPORTS = ("InfiniBand", "RoCE", "iWARP", "eRDMA", "EFA", "unknown")
@@ -37,13 +35,6 @@ _VENDOR_TRANSPORT = {"0x1ded": "eRDMA", "0x1d0f": "EFA"}
 
 _STATE_RE = re.compile(r"^\s*(?:(\d+)\s*:\s*)?(?:PORT_(?!CONFIGURATION))?([A-Za-z_]+)\s*(?:\((\d+)\)\s*)?$")
 _RATE_RE = re.compile(r"^\s*([\d.]+)\s*Gb/sec")
-
-
-def _listdir(path):
-    try:
-        return sorted(os.listdir(path))
-    except (IOError, OSError):
-        return []
 
 
 # verbs prints physical states in upper case ('LINK_UP (5)'); sysfs as '5: LinkUp'. Report the
@@ -153,109 +144,94 @@ def select_roce_v2_gid_index(gids, netdev_up=None):
     return None
 
 
-def _port_netdev(device_dir, port_num, gids):
+def port_netdev(port_num, gids, device_nets):
+    """The netdev of a port: its GIDs' netdev, else (IPoIB, ports without GID netdevs) the device's net/
+    child whose dev_port (0-based) matches, or the only one. ``device_nets``: {name: dev_port text}."""
     for gid in gids:
         if gid.get("netdev"):
             return gid["netdev"]
-    # InfiniBand (IPoIB) and ports without GID netdevs: the device's net/ children,
-    # matched on dev_port (0-based) when there are several.
-    names = _listdir(os.path.join(device_dir, "device", "net"))
-    for name in names:
-        dev_port = parse_int(_read(os.path.join(device_dir, "device", "net", name, "dev_port")))
+    for name in sorted(device_nets):
+        dev_port = parse_int(device_nets[name])
         if dev_port is None or dev_port == port_num - 1:
             return name
     return None
 
 
-def read_sysfs_port(device_dir, port_name, sysfs_root):
-    port_dir = os.path.join(device_dir, "ports", port_name)
-    link_layer = _read(os.path.join(port_dir, "link_layer"))
+def port_from_sysfs(port_name, attrs, device_nets, netdev_operstate):
+    """A port from what sysfs holds for it -> the port dict of rdma_devices.
+
+    ``attrs``: the port's attribute texts (link_layer, state, phys_state, rate, lid, sm_lid) and
+    ``gids``: {index name: (gid text, type text, ndev text)}; ``netdev_operstate``: {netdev: operstate}.
+    """
+    link_layer = attrs.get("link_layer")
     gids = []
-    for index_name in _listdir(os.path.join(port_dir, "gids")):
+    for index_name, (gid_text, type_text, ndev_text) in (attrs.get("gids") or {}).items():
         index = parse_int(index_name)
-        if index is None:
+        gid, ipv4 = normalize_gid(gid_text or "")
+        if index is None or gid is None:
             continue
-        gid, ipv4 = normalize_gid(_read(os.path.join(port_dir, "gids", index_name)) or "")
-        if gid is None:
-            continue
-        gids.append({
-            "index": index,
-            "gid": gid,
-            "type": gid_type(_read(os.path.join(port_dir, "gid_attrs", "types", index_name)), link_layer),
-            "netdev": _read(os.path.join(port_dir, "gid_attrs", "ndevs", index_name)) or None,
-            "ipv4": ipv4,
-        })
+        gids.append({"index": index, "gid": gid, "type": gid_type(type_text, link_layer),
+                     "netdev": ndev_text or None, "ipv4": ipv4})
     gids.sort(key=lambda g: g["index"])
     port_num = int(port_name)
-    netdev_up = {}
-    for name in set(g["netdev"] for g in gids if g["netdev"]):
-        state = _read(os.path.join(sysfs_root, "class", "net", name, "operstate"))
-        if state is not None:
-            netdev_up[name] = state.lower() in ("up", "unknown")
+    netdev_up = dict((name, state.lower() in ("up", "unknown")) for name, state in netdev_operstate.items()
+                     if state is not None)
     return {
         "port": port_num,
-        "state": parse_state(_read(os.path.join(port_dir, "state"))),
-        "phys_state": parse_state(_read(os.path.join(port_dir, "phys_state"))),
+        "state": parse_state(attrs.get("state")),
+        "phys_state": parse_state(attrs.get("phys_state")),
         "link_layer": link_layer,
-        "rate_gbps": parse_rate_gbps(_read(os.path.join(port_dir, "rate"))),
-        "lid": parse_int(_read(os.path.join(port_dir, "lid"))),
-        "sm_lid": parse_int(_read(os.path.join(port_dir, "sm_lid"))),
+        "rate_gbps": parse_rate_gbps(attrs.get("rate")),
+        "lid": parse_int(attrs.get("lid")),
+        "sm_lid": parse_int(attrs.get("sm_lid")),
         "active_mtu": None,
-        "netdev": _port_netdev(device_dir, port_num, gids),
+        "netdev": port_netdev(port_num, gids, device_nets),
         "gids": gids,
         "roce_v2_gid_index": select_roce_v2_gid_index(gids, netdev_up),
     }
 
 
-def _uevent(path):
+def parse_uevent(text):
+    """A sysfs uevent file (KEY=value lines) -> {KEY: value}."""
     values = {}
-    for line in (_read(path) or "").splitlines():
+    for line in _text.clean_lines(text, "uevent"):
         key, sep, value = line.partition("=")
         if sep:
             values[key.strip()] = value.strip()
     return values
 
 
-def read_sysfs_device(sysfs_root, name):
-    device_dir = os.path.join(sysfs_root, "class", "infiniband", name)
-    uevent = _uevent(os.path.join(device_dir, "device", "uevent"))
-    driver = uevent.get("DRIVER")
-    if not driver:
-        link = os.path.join(device_dir, "device", "driver")
-        driver = os.path.basename(os.path.realpath(link)) if os.path.islink(link) else None
-    if not driver and _read(os.path.join(device_dir, "parent")) is not None and name.startswith("rxe"):
+def device_from_sysfs(name, attrs):
+    """A device from what sysfs holds for it -> the device dict of rdma_devices.
+
+    ``attrs``: uevent (text), driver_link and pci_link (basenames of the device/driver and device
+    links), has_parent (soft-RoCE), numa_node, node_type, vendor, fw_ver, hca_type, board_id,
+    node_guid, sys_image_guid (texts), ports ({name: port attrs}), nets ({netdev: dev_port}) and
+    netdev_operstate ({netdev: operstate}).
+    """
+    uevent = parse_uevent(attrs.get("uevent"))
+    driver = uevent.get("DRIVER") or attrs.get("driver_link")
+    if not driver and attrs.get("has_parent") and name.startswith("rxe"):
         driver = "rdma_rxe"   # soft-RoCE has no PCI device, only the parent netdev
-    pci_address = uevent.get("PCI_SLOT_NAME")
-    if not pci_address:
-        link = os.path.join(device_dir, "device")
-        if os.path.islink(link):
-            pci_address = os.path.basename(os.path.realpath(link))
-    numa = parse_int(_read(os.path.join(device_dir, "device", "numa_node")))
-    ports = [read_sysfs_port(device_dir, p, sysfs_root) for p in _listdir(os.path.join(device_dir, "ports"))
-             if p.isdigit()]
+    numa = parse_int(attrs.get("numa_node"))
+    ports = [port_from_sysfs(port, port_attrs, attrs.get("nets") or {}, attrs.get("netdev_operstate") or {})
+             for port, port_attrs in (attrs.get("ports") or {}).items() if port.isdigit()]
     ports.sort(key=lambda p: p["port"])
-    node_type = _read(os.path.join(device_dir, "node_type"))
-    vendor = _read(os.path.join(device_dir, "device", "vendor"))
+    node_type = attrs.get("node_type")
     return {
         "name": name,
         "driver": driver,
-        "transport": transport_for(driver, node_type, set(p["link_layer"] for p in ports), vendor),
+        "transport": transport_for(driver, node_type, set(p["link_layer"] for p in ports), attrs.get("vendor")),
         "node_type": parse_state(node_type),
-        "fw_ver": _read(os.path.join(device_dir, "fw_ver")),
-        "hca_type": _read(os.path.join(device_dir, "hca_type")),
-        "board_id": _read(os.path.join(device_dir, "board_id")),
-        "node_guid": _read(os.path.join(device_dir, "node_guid")),
-        "sys_image_guid": _read(os.path.join(device_dir, "sys_image_guid")),
-        "pci_address": pci_address,
+        "fw_ver": attrs.get("fw_ver"),
+        "hca_type": attrs.get("hca_type"),
+        "board_id": attrs.get("board_id"),
+        "node_guid": attrs.get("node_guid"),
+        "sys_image_guid": attrs.get("sys_image_guid"),
+        "pci_address": uevent.get("PCI_SLOT_NAME") or attrs.get("pci_link"),
         "numa_node": numa if numa is not None and numa >= 0 else None,
         "ports": ports,
     }
-
-
-def read_sysfs(sysfs_root="/sys"):
-    """Every RDMA device under <sysfs_root>/class/infiniband, sorted by name ([] when none)."""
-    base = os.path.join(sysfs_root, "class", "infiniband")
-    return [read_sysfs_device(sysfs_root, name) for name in _listdir(base)]
 
 
 # ----------------------------------------------------------------------------- ibv_devinfo

@@ -46,6 +46,14 @@ def _stable_gpu(gpu):
     return stable
 
 
+CONTAINER_TYPES = ("docker", "container", "podman", "lxc", "containerd", "systemd-nspawn")
+
+
+def in_container(facts):
+    """Whether ansible_facts say the node is a container: its kernel modules and hardware belong to the host."""
+    return facts.get("virtualization_role") == "guest" and facts.get("virtualization_type") in CONTAINER_TYPES
+
+
 def node_record(facts, rdma_devices=None, gpu=None, nccl=None):
     """Build the node record written to /etc/gpufabric/facts.json.
 
@@ -74,6 +82,7 @@ def node_record(facts, rdma_devices=None, gpu=None, nccl=None):
             facts.get("virtualization_type") or "none",
             facts.get("virtualization_role") or "host",
         ),
+        "container": in_container(facts),
         "cpus": facts.get("processor_vcpus") or facts.get("processor_count"),
         "memory_mib": facts.get("memtotal_mb"),
         "default_interface": (facts.get("default_ipv4") or {}).get("interface"),

@@ -136,7 +136,7 @@ reasons:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl, sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_text, write_atomic
 
 
@@ -172,7 +172,7 @@ def main():
     _check_destination(module, "profile_script", params["profile_script"])
     devices = params["rdma_devices"]
     if devices is None:
-        devices = rdma.read_sysfs(params["sysfs_root"])
+        devices = sysfs.read_rdma_devices(params["sysfs_root"])
     ifname = params["socket_ifname"]
     if not ifname:
         ifname = nccl.default_route_interface(read_text(os.path.join(params["procfs_root"], "net", "route")))

@@ -125,7 +125,7 @@ verbs:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, rdma, sysfs
 
 
 def main():
@@ -144,7 +144,7 @@ def main():
     sysfs_root = module.params["sysfs_root"]
     if not os.path.isdir(sysfs_root):
         module.warn("sysfs_root %s does not exist: no RDMA device can be read there" % sysfs_root)
-    devices = rdma.read_sysfs(sysfs_root)
+    devices = sysfs.read_rdma_devices(sysfs_root)
     verbs_used = False
     if module.params["use_verbs"] and devices:
         ibv_devinfo = runner.which("ibv_devinfo")

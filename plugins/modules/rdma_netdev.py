@@ -97,6 +97,12 @@ options:
     type: path
     default: /proc
     aliases: [proc_root]
+  etc_root:
+    description:
+      - Root of the configuration tree the network managers read (C(netplan/), C(network/interfaces), C(systemd/network/),
+        C(udev/rules.d/)); a copy of a host's C(/etc) plans like the host.
+    type: path
+    default: /etc
 attributes:
   check_mode:
     support: full
@@ -167,205 +173,11 @@ boot_steps:
   elements: dict
 """
 
-import glob
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, netconf, text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr as _read, read_text, write_atomic
-
-
-SKIP_REASONS = {
-    "ecn": "%s does not exist: the interface has no ECN controls (mlx5 interfaces have them)",
-    "rdma_cm": "%s cannot be created: rdma_cm's configfs is not mounted or the module is not loaded",
-}
-
-
-class Plan(object):
-    """What to change, collected before anything is changed."""
-
-    def __init__(self):
-        self.steps = []        # (description, step) to apply now
-        self.files = []        # (path, before, after, mode)
-        self.skipped = []
-        self.boot = []
-        self.mtu = None
-
-    def skip(self, setting, reason):
-        # One reason per setting: the first missing ECN file says it for all sixteen.
-        if setting not in [item["setting"] for item in self.skipped]:
-            self.skipped.append(dict(setting=setting, reason=reason))
-
-
-def _writable(path):
-    return os.path.exists(path) and os.access(path, os.W_OK)
-
-
-def _resolve_interface(module, sysfs):
-    params = module.params
-    if not os.path.isdir(os.path.join(sysfs, "class", "net")):
-        module.fail_json(msg="sysfs_root %s has no class/net directory: is it the root of a sysfs tree?" % sysfs)
-    if params["rdma_device"]:
-        nets = sorted(os.listdir(os.path.join(sysfs, "class/infiniband", params["rdma_device"], "device/net"))) \
-            if os.path.isdir(os.path.join(sysfs, "class/infiniband", params["rdma_device"], "device/net")) else []
-        if not nets:
-            known = sorted(os.listdir(os.path.join(sysfs, "class/infiniband"))) \
-                if os.path.isdir(os.path.join(sysfs, "class/infiniband")) else []
-            module.fail_json(msg="rdma_device %s has no network interface on this host (RDMA devices: %s)"
-                             % (params["rdma_device"], ", ".join(known) or "none"))
-        return nets[0]
-    name = params["name"]
-    if not os.path.exists(os.path.join(sysfs, "class/net", name)):
-        known = sorted(os.listdir(os.path.join(sysfs, "class/net")))[:40]
-        module.fail_json(msg="interface %s does not exist on this host (interfaces: %s)" % (name, ", ".join(known)))
-    return name
-
-
-def _cpus(value, sysfs, ifname):
-    """CPU list for 'numa' or an explicit list; (cpus, None) or (None, skip reason)."""
-    if value != "numa":
-        return netconf.parse_cpulist(value), None
-    node = _read(os.path.join(sysfs, "class/net", ifname, "device/numa_node"))
-    if node is None or node == "-1":
-        return None, "%s has no NUMA node (numa_node %s)" % (ifname, node or "missing")
-    cpulist = _read(os.path.join(sysfs, "devices/system/node/node%s/cpulist" % node))
-    if not cpulist:
-        return None, "no CPU list for NUMA node %s" % node
-    return netconf.parse_cpulist(cpulist), None
-
-
-def _probe(module, runner, argv):
-    """A read-only command; one that does not answer in time stops the module before anything changes."""
-    result = runner.run(argv)
-    if result.timed_out:
-        module.fail_json(msg="%s; nothing was changed" % result.describe())
-    return result
-
-
-def _plan_mtu(module, runner, plan, ifname, link, mtu):
-    params = module.params
-    before = link["mtu"]
-    plan.mtu = dict(before=before, after=mtu, manager=None, persisted_in=None)
-    if before != mtu:
-        plan.steps.append(("mtu %s -> %d" % (before, mtu), {"argv": ["ip", "link", "set", "dev", ifname, "mtu", str(mtu)]}))
-    if not params["persist"]:
-        return
-    manager = params["manager"]
-    netplan_files = [path for path in glob.glob("/etc/netplan/*.yaml") if "/60-gpufabric-" not in path]
-    nm_connection = None
-    networkd_file = None
-    ifupdown = None
-    nmcli, networkctl = runner.which("nmcli"), runner.which("networkctl")
-    if manager in ("auto", "networkmanager") and nmcli:
-        result = _probe(module, runner, [nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
-        out = result.stdout.strip()
-        nm_connection = out if result.ok and out not in ("", "--") else None
-    if manager in ("auto", "networkd") and networkctl:
-        result = _probe(module, runner, [networkctl, "status", "--no-pager", ifname])
-        networkd_file = netconf.networkd_network_file(result.stdout) if result.ok else None
-    if manager in ("auto", "ifupdown"):
-        for path in ["/etc/network/interfaces"] + sorted(glob.glob("/etc/network/interfaces.d/*")):
-            text = read_text(path)
-            if text is not None and netconf.ifupdown_has_stanza(text, ifname):
-                ifupdown = (path, text)
-                break
-    if manager == "auto":
-        manager = netconf.pick_manager(netplan_files, nm_connection, networkd_file, ifupdown)
-    plan.mtu["manager"] = manager
-    if manager == "netplan":
-        path = netconf.NETPLAN_FILE % ifname
-        plan.files.append((path, read_text(path), netconf.render_netplan(ifname, mtu), 0o600))
-    elif manager == "networkmanager":
-        if not nm_connection:
-            module.fail_json(msg="manager networkmanager: NetworkManager has no connection on %s" % ifname)
-        result = _probe(module, runner, [nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", nm_connection])
-        current = result.stdout.strip()
-        path = "nmcli connection %s" % nm_connection
-        if current != str(mtu):
-            plan.steps.append(("%s 802-3-ethernet.mtu %s -> %d" % (path, current or "auto", mtu),
-                               {"argv": [nmcli, "connection", "modify", nm_connection, "802-3-ethernet.mtu", str(mtu)]}))
-        plan.mtu["persisted_in"] = path
-        return
-    elif manager == "networkd":
-        if not networkd_file:
-            module.fail_json(msg="manager networkd: systemd-networkd does not manage %s (no .network file)" % ifname)
-        path = "/etc/systemd/network/%s.d/%s" % (os.path.basename(networkd_file), netconf.NETWORKD_DROPIN)
-        plan.files.append((path, read_text(path), netconf.render_networkd_dropin(mtu), 0o644))
-    elif manager == "ifupdown":
-        if not ifupdown:
-            module.fail_json(msg="manager ifupdown: no 'iface %s' stanza in /etc/network/interfaces{,.d/*}" % ifname)
-        path, text = ifupdown
-        plan.files.append((path, text, netconf.ifupdown_set_mtu(text, ifname, mtu), None))
-    else:
-        path = netconf.UDEV_RULES
-        before_text = read_text(path)
-        plan.files.append((path, before_text, netconf.udev_set_mtu(before_text, link["address"], ifname, mtu), 0o644))
-    plan.mtu["persisted_in"] = path
-
-
-def _plan_qos(module, runner, plan, ifname, link, pfc, ecn):
-    params = module.params
-    rdma_device = params["rdma_device"]
-    tool = params["qos_tool"]
-    current = {"trust": None, "pfc": None}
-    wants_dcb = pfc is not None or params["trust"]
-    if wants_dcb:
-        mlnx_qos = runner.which("mlnx_qos")
-        dcb = runner.which("dcb")
-        if tool in ("auto", "mlnx_qos") and mlnx_qos:
-            tool = "mlnx_qos"
-            result = _probe(module, runner, [mlnx_qos, "-i", ifname])
-            if not result.ok:
-                plan.skip("qos", "%s: mlnx_qos -i %s said: %s" % (ifname, ifname, result.first_line()))
-                wants_dcb = False
-            else:
-                current = netconf.parse_mlnx_qos(result.stdout)
-        elif tool in ("auto", "dcb") and dcb:
-            tool = "dcb"
-            result = _probe(module, runner, [dcb, "-j", "pfc", "show", "dev", ifname, "prio-pfc"])
-            if not result.ok:
-                plan.skip("qos", "%s (%s) has no DCB: %sdcb says: %s"
-                          % (ifname, link["kind"] or "nic", "mlnx_qos is not installed and " if not mlnx_qos else "",
-                             result.first_line()))
-                wants_dcb = False
-            else:
-                current["pfc"] = netconf.parse_dcb_pfc_json(result.stdout)
-        else:
-            plan.skip("qos", "%s: neither mlnx_qos (MLNX OFED / mlnx-tools) nor iproute2 dcb is installed" % ifname)
-            wants_dcb = False
-    steps = netconf.qos_commands(ifname, tool if tool != "auto" else "dcb",
-                                 pfc if wants_dcb else None, params["trust"] if wants_dcb else None,
-                                 ecn, rdma_device, params["rdma_port"], params["roce_mode"], params["roce_tos"])
-    for step in steps:
-        if "argv" in step:
-            argv = step["argv"]
-            plan.boot.append(step)
-            if not netconf.qos_step_in_place(step, current, pfc, params["trust"]):
-                plan.steps.append(("%s on %s" % (" ".join(argv[:3]) if tool == "dcb" else "mlnx_qos", ifname), step))
-            continue
-        _plan_write(plan, step, "ecn" if "/ecn/" in step["path"] else "rdma_cm")
-
-
-def _plan_write(plan, step, setting, compare=None):
-    path = step["path"]
-    # rdma_cm's configfs directory for a device exists only once created (mkdir), like every configfs item.
-    cm_dir = os.path.dirname(os.path.dirname(os.path.dirname(path))) if setting == "rdma_cm" else None
-    if not os.path.exists(path) and not (cm_dir and os.path.isdir(os.path.dirname(cm_dir))):
-        plan.skip(setting, SKIP_REASONS.get(setting, "%s does not exist") % path)
-        return
-    if os.path.exists(path) and not _writable(path):
-        plan.skip(setting, "%s is read-only here (a container's sysfs?)" % path)
-        return
-    if cm_dir and not os.path.isdir(cm_dir) and ("create %s" % cm_dir) not in [desc for desc, dummy in plan.steps]:
-        plan.steps.append(("create %s" % cm_dir, {"mkdir": cm_dir}))
-    if cm_dir and {"mkdir": cm_dir} not in plan.boot:
-        plan.boot.append({"mkdir": cm_dir})
-    plan.boot.append(step)
-    current = _read(path)
-    if current is not None and (compare or (lambda a, b: a == b))(current, step["value"]):
-        return
-    plan.steps.append(("%s: %s -> %s" % (path, current, step["value"]), step))
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, netconf, netdev_host, netdev_plan, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.files import write_atomic
 
 
 def _apply(module, runner, step):
@@ -403,6 +215,7 @@ def main():
             rps_cpus=dict(type="str"),
             sysfs_root=dict(type="path", default="/sys"),
             procfs_root=dict(type="path", default="/proc", aliases=["proc_root"]),
+            etc_root=dict(type="path", default="/etc"),
             **commands.ARGUMENT_SPEC
         ),
         required_one_of=[("name", "rdma_device")],
@@ -410,94 +223,20 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    sysfs = params["sysfs_root"]
-
-    # Every input is checked before the host is read for changes, so bad input changes nothing.
+    roots = {"sys": params["sysfs_root"], "proc": params["procfs_root"], "etc": params["etc_root"]}
+    # Every input is checked before the host is read, and the host is read whole before anything
+    # changes: bad input, a missing interface or a tool that does not answer change nothing.
     try:
         runner = commands.Runner(params["command_timeout"])
-        if params["name"] is not None:
-            text.check_ifname("name", params["name"])
-        if params["rdma_device"] is not None:
-            text.check_ifname("rdma_device", params["rdma_device"])
-    except ValueError as exc:
+        for key in ("name", "rdma_device"):
+            if params[key] is not None:
+                text.check_ifname(key, params[key])
+        checked = netdev_plan.check_inputs(params)
+        ifname = netdev_host.resolve_interface(roots["sys"], params["name"], params["rdma_device"])
+        host = netdev_host.snapshot(params, ifname, runner, roots)
+        plan = netdev_plan.plan_all(host, params, checked)
+    except (ValueError, netdev_host.HostError) as exc:
         module.fail_json(msg=str(exc))
-    mtu = None
-    if params["mtu"] is not None:
-        mtu, error = netconf.check_mtu(params["mtu"])
-        if error:
-            module.fail_json(msg=error)
-    pfc, error = netconf.check_priorities(params["pfc_priorities"], "pfc_priorities")
-    if error:
-        module.fail_json(msg=error)
-    ecn, error = netconf.check_priorities(params["ecn_priorities"], "ecn_priorities")
-    if error:
-        module.fail_json(msg=error)
-    if params["pfc_priorities"] is None:
-        pfc = None
-    if params["ecn_priorities"] is None:
-        ecn = None
-    if params["roce_tos"] is not None and not 0 <= params["roce_tos"] <= 255:
-        module.fail_json(msg="roce_tos %d is outside 0-255" % params["roce_tos"])
-    if params["sriov_numvfs"] is not None and params["sriov_numvfs"] < 0:
-        module.fail_json(msg="sriov_numvfs %d is negative" % params["sriov_numvfs"])
-    for key in ("irq_affinity", "rps_cpus"):
-        value = params[key]
-        if value and value != "numa" and not re.match(r"^\d+(-\d+)?(,\d+(-\d+)?)*$", value):
-            module.fail_json(msg="%s %r is neither 'numa' nor a CPU list such as 0-15,32-47" % (key, value))
-
-    ifname = _resolve_interface(module, sysfs)
-    ip = runner.which("ip")
-    if not ip:
-        module.fail_json(msg="the ip command (iproute2) is not installed on this host")
-    result = _probe(module, runner, [ip, "-d", "-j", "link", "show", "dev", ifname])
-    if not result.ok:
-        module.fail_json(msg="ip link show dev %s failed: %s" % (ifname, result.describe()))
-    try:
-        link = netconf.parse_ip_link_json(result.stdout)[ifname]
-    except (ValueError, KeyError) as exc:
-        module.fail_json(msg="cannot read ip -d -j link show dev %s: %s" % (ifname, exc))
-
-    plan = Plan()
-    if mtu is not None:
-        mtu, error = netconf.check_mtu(mtu, link["max_mtu"])
-        if error:
-            module.fail_json(msg="%s: %s" % (ifname, error))
-        _plan_mtu(module, runner, plan, ifname, link, mtu)
-    if pfc is not None or ecn is not None or params["trust"] or params["roce_mode"] or params["roce_tos"] is not None:
-        _plan_qos(module, runner, plan, ifname, link, pfc, ecn)
-    device = os.path.join(sysfs, "class/net", ifname, "device")
-    if params["sriov_numvfs"] is not None:
-        total = _read(os.path.join(device, "sriov_totalvfs"))
-        if total is None:
-            plan.skip("sriov", "%s has no SR-IOV (no sriov_totalvfs)" % ifname)
-        elif params["sriov_numvfs"] > int(total):
-            module.fail_json(msg="sriov_numvfs %d is above %s's sriov_totalvfs %s" % (params["sriov_numvfs"], ifname, total))
-        else:
-            path = os.path.join(device, "sriov_numvfs")
-            current = _read(path)
-            if current not in (None, "0", str(params["sriov_numvfs"])):
-                # The kernel refuses to change a non-zero VF count except through 0.
-                plan.steps.append(("sriov_numvfs %s -> 0" % current, {"path": path, "value": "0"}))
-            _plan_write(plan, {"path": path, "value": str(params["sriov_numvfs"])}, "sriov")
-    if params["irq_affinity"]:
-        cpus, reason = _cpus(params["irq_affinity"], sysfs, ifname)
-        pci = os.path.basename(os.path.realpath(device)) if os.path.exists(device) else ""
-        irqs = netconf.device_irqs(read_text(os.path.join(params["procfs_root"], "interrupts")), pci, ifname) if cpus else []
-        if reason:
-            plan.skip("irq_affinity", reason)
-        elif not irqs:
-            plan.skip("irq_affinity", "no interrupts of %s in /proc/interrupts" % ifname)
-        for irq in irqs:
-            _plan_write(plan, {"path": os.path.join(params["procfs_root"], "irq/%d/smp_affinity_list" % irq),
-                               "value": ",".join(str(cpu) for cpu in cpus)}, "irq_affinity",
-                        lambda a, b: netconf.parse_cpulist(a) == netconf.parse_cpulist(b))
-    if params["rps_cpus"]:
-        cpus, reason = _cpus(params["rps_cpus"], sysfs, ifname)
-        if reason:
-            plan.skip("rps_cpus", reason)
-        for queue in sorted(glob.glob(os.path.join(sysfs, "class/net", ifname, "queues/rx-*"))) if cpus else []:
-            _plan_write(plan, {"path": os.path.join(queue, "rps_cpus"), "value": netconf.cpu_mask(cpus)}, "rps_cpus",
-                        netconf.same_mask)
 
     changed = False
     diffs = []
@@ -513,7 +252,7 @@ def main():
     for path, before, after, mode in plan.files:
         if before != after:
             changed = True
-            applied.append("%s: mtu %d" % (path, mtu))
+            applied.append("%s: mtu %d" % (path, plan.mtu["after"]))
             diffs.append(dict(before=before or "", after=after, before_header=path, after_header=path))
             if not module.check_mode:
                 write_atomic(module, path, after, make_dirs=True)

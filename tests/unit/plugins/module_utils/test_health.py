@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, health, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, gpu, health, rdma
 
 
 def test_xids_from_a_production_node(read_fixture):
@@ -64,7 +64,7 @@ def _counters(tmp_path, values):
         folder.mkdir(parents=True, exist_ok=True)
         for name, value in counters.items():
             (folder / name).write_text("%d\n" % value)
-    return health.read_port_counters(str(tmp_path))
+    return sysfs.read_port_counters(str(tmp_path))
 
 
 def test_counters_rising_between_readings(tmp_path):

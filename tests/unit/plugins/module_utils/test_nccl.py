@@ -1,21 +1,21 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, nccl
 
 
 @pytest.fixture
 def roce(fixture_file):
-    return rdma.read_sysfs(fixture_file("sysfs", "roce_mlx5"))
+    return sysfs.read_rdma_devices(fixture_file("sysfs", "roce_mlx5"))
 
 
 @pytest.fixture
 def erdma(fixture_file):
-    return rdma.read_sysfs(fixture_file("sysfs", "erdma"))
+    return sysfs.read_rdma_devices(fixture_file("sysfs", "erdma"))
 
 
 @pytest.fixture
 def infiniband(fixture_file):
-    return rdma.read_sysfs(fixture_file("sysfs", "ib_mlx5"))
+    return sysfs.read_rdma_devices(fixture_file("sysfs", "ib_mlx5"))
 
 
 # The seed documents, to the letter (names, values and order).

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, rdma
 
 
 def _by_name(devices):
@@ -94,7 +94,7 @@ def test_empty_and_noise():
 # ------------------------------------------------------------------ sysfs trees
 
 def test_sysfs_roce_two_ports(fixture_file):
-    devices = _by_name(rdma.read_sysfs(fixture_file("sysfs", "roce_mlx5")))
+    devices = _by_name(sysfs.read_rdma_devices(fixture_file("sysfs", "roce_mlx5")))
     assert sorted(devices) == ["mlx5_0", "mlx5_1"]
     up = devices["mlx5_0"]
     assert up["driver"] == "mlx5_core" and up["transport"] == "RoCE"
@@ -117,7 +117,7 @@ def test_sysfs_roce_two_ports(fixture_file):
 
 
 def test_sysfs_erdma_gid_index_matches_seed_004(fixture_file):
-    (device,) = rdma.read_sysfs(fixture_file("sysfs", "erdma"))
+    (device,) = sysfs.read_rdma_devices(fixture_file("sysfs", "erdma"))
     assert device["driver"] == "erdma" and device["transport"] == "eRDMA"
     port = device["ports"][0]
     assert port["gids"][1]["ipv4"] == "192.168.10.21"
@@ -126,7 +126,7 @@ def test_sysfs_erdma_gid_index_matches_seed_004(fixture_file):
 
 
 def test_sysfs_infiniband_with_ipoib(fixture_file):
-    (device,) = rdma.read_sysfs(fixture_file("sysfs", "ib_mlx5"))
+    (device,) = sysfs.read_rdma_devices(fixture_file("sysfs", "ib_mlx5"))
     assert device["transport"] == "InfiniBand" and device["numa_node"] == 1
     port = device["ports"][0]
     assert (port["lid"], port["sm_lid"], port["rate_gbps"]) == (0x12, 1, 200)
@@ -136,13 +136,13 @@ def test_sysfs_infiniband_with_ipoib(fixture_file):
 
 
 def test_no_rdma_is_an_empty_list(tmp_path):
-    assert rdma.read_sysfs(str(tmp_path)) == []
+    assert sysfs.read_rdma_devices(str(tmp_path)) == []
     assert rdma.summarize([]) == {"count": 0, "active_ports": 0, "transports": [], "link_layers": [], "active_hcas": [],
                                   "ports_not_active": []}
 
 
 def test_merge_verbs_fills_active_mtu(fixture_file):
-    devices = rdma.read_sysfs(fixture_file("sysfs", "roce_mlx5"))
+    devices = sysfs.read_rdma_devices(fixture_file("sysfs", "roce_mlx5"))
     verbs = [{"name": "mlx5_0", "transport": "RoCE", "ports": [{"port": 1, "active_mtu": 4096}]}]
     merged = _by_name(rdma.merge_verbs(devices, verbs))
     assert merged["mlx5_0"]["ports"][0]["active_mtu"] == 4096

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, nccl, rdma, readiness, report
+from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, gpu, nccl, readiness, report
 
 
 @pytest.fixture
@@ -15,7 +15,7 @@ def h200_gpu(read_fixture):
 
 @pytest.fixture
 def roce_node(lab_facts, fixture_file, h200_gpu):
-    devices = rdma.read_sysfs(fixture_file("sysfs", "roce_mlx5"))
+    devices = sysfs.read_rdma_devices(fixture_file("sysfs", "roce_mlx5"))
     facts = dict(lab_facts, interfaces=["eth05", "eth06", "lo"],
                  eth05={"mtu": 9000, "active": True}, eth06={"mtu": 9000, "active": False})
     return report.node_record(facts, devices, h200_gpu, nccl.compute_env("auto", devices, "eth05"))

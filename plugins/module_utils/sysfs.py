@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading a sysfs tree: RDMA devices and their ports, port error counters, netdev attributes.
+
+Host access, standard library only. Every reader takes the tree's root, so a captured copy of /sys
+(tests, a node's capture) reads like the live one. What the attributes mean is decided by the pure
+builders in rdma.py; this module only reads files and lists directories.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr
+
+# InfiniBand port counters that only rise when a link misbehaves (sysfs ports/N/counters).
+ERROR_COUNTERS = ("link_downed", "symbol_error", "link_error_recovery", "port_rcv_errors",
+                  "local_link_integrity_errors", "excessive_buffer_overrun_errors")
+_DEVICE_ATTRS = ("node_type", "fw_ver", "hca_type", "board_id", "node_guid", "sys_image_guid")
+_PORT_ATTRS = ("link_layer", "state", "phys_state", "rate", "lid", "sm_lid")
+
+
+def listdir(path):
+    """Sorted names in a directory; [] when it does not exist or cannot be read."""
+    try:
+        return sorted(os.listdir(path))
+    except (IOError, OSError):
+        return []
+
+
+def _link_name(path):
+    return os.path.basename(os.path.realpath(path)) if os.path.islink(path) else None
+
+
+def _port_attrs(port_dir):
+    attrs = dict((name, read_attr(os.path.join(port_dir, name))) for name in _PORT_ATTRS)
+    attrs["gids"] = dict((index, (read_attr(os.path.join(port_dir, "gids", index)),
+                                  read_attr(os.path.join(port_dir, "gid_attrs", "types", index)),
+                                  read_attr(os.path.join(port_dir, "gid_attrs", "ndevs", index))))
+                         for index in listdir(os.path.join(port_dir, "gids")))
+    return attrs
+
+
+def device_attrs(sysfs_root, name):
+    """Everything rdma.device_from_sysfs needs about one device, as the texts sysfs holds."""
+    device_dir = os.path.join(sysfs_root, "class", "infiniband", name)
+    attrs = dict((attr, read_attr(os.path.join(device_dir, attr))) for attr in _DEVICE_ATTRS)
+    attrs.update(
+        uevent=read_attr(os.path.join(device_dir, "device", "uevent")),
+        driver_link=_link_name(os.path.join(device_dir, "device", "driver")),
+        pci_link=_link_name(os.path.join(device_dir, "device")),
+        has_parent=read_attr(os.path.join(device_dir, "parent")) is not None,
+        numa_node=read_attr(os.path.join(device_dir, "device", "numa_node")),
+        vendor=read_attr(os.path.join(device_dir, "device", "vendor")),
+        ports=dict((port, _port_attrs(os.path.join(device_dir, "ports", port)))
+                   for port in listdir(os.path.join(device_dir, "ports"))),
+        nets=dict((net, read_attr(os.path.join(device_dir, "device", "net", net, "dev_port")))
+                  for net in listdir(os.path.join(device_dir, "device", "net"))),
+    )
+    netdevs = set(ndev for port in attrs["ports"].values() for dummy, dummy2, ndev in port["gids"].values() if ndev)
+    attrs["netdev_operstate"] = dict((netdev, read_attr(os.path.join(sysfs_root, "class", "net", netdev, "operstate")))
+                                     for netdev in netdevs)
+    return attrs
+
+
+def read_rdma_devices(sysfs_root="/sys"):
+    """Every RDMA device under <sysfs_root>/class/infiniband, sorted by name ([] when none)."""
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    return [rdma.device_from_sysfs(name, device_attrs(sysfs_root, name)) for name in listdir(base)]
+
+
+def read_port_counters(sysfs_root="/sys", names=ERROR_COUNTERS):
+    """{'mlx5_0/1': {'link_downed': 0, ...}} from class/infiniband/*/ports/*/counters."""
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    readings = {}
+    for device in listdir(base):
+        ports = os.path.join(base, device, "ports")
+        for port in listdir(ports):
+            values = {}
+            for name in names:
+                value = read_attr(os.path.join(ports, port, "counters", name))
+                if value is not None and value.isdigit():
+                    values[name] = int(value)
+            if values:
+                readings["%s/%s" % (device, port)] = values
+    return readings
+
+
+def netdev_mtus(sysfs_root, netdevs):
+    """{netdev: MTU} for the netdevs whose class/net/<name>/mtu reads as a number."""
+    mtus = {}
+    for netdev in netdevs:
+        value = read_attr(os.path.join(sysfs_root, "class", "net", netdev, "mtu"))
+        if value and value.isdigit():
+            mtus[netdev] = int(value)
+    return mtus

@@ -1,0 +1,66 @@
+"""module_utils is two kinds of code, and this test keeps them apart:
+
+- host access (HOST): what reads the node or runs commands - the command runner, file reading and
+  atomic writes, the sysfs readers, and node_checks, which runs a node's checks through them;
+- pure cores: everything else. Parsers, planners and renderers take text or data and return data:
+  no subprocess, no file or network I/O, no clock. They run the same on a managed node, on the
+  controller in a filter, and in a unit test with a captured output.
+
+A pure module that imports what reaches the world (os, subprocess, socket, time, ...), calls open(),
+or imports a host module fails here, naming the module and the line.
+"""
+
+import ast
+import glob
+import os
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
+HOST = {"commands", "files", "sysfs", "node_checks", "netdev_host"}
+FORBIDDEN = {"os", "subprocess", "socket", "time", "tempfile", "glob", "shutil", "select", "signal", "pwd",
+             "urllib.request", "urllib2", "http", "http.client", "requests", "random", "multiprocessing", "threading"}
+NAMES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(MODULE_UTILS, "*.py"))
+               if not p.endswith("__init__.py"))
+PURE = [name for name in NAMES if name not in HOST]
+
+
+def _problems(name):
+    with open(os.path.join(MODULE_UTILS, name + ".py")) as handle:
+        tree = ast.parse(handle.read())
+    problems = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+            if (node.module or "").endswith("plugins.module_utils"):
+                modules += ["module_utils." + alias.name for alias in node.names]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+            problems.append("line %d calls open()" % node.lineno)
+            continue
+        else:
+            continue
+        for module in modules:
+            top = module.split(".")[0]
+            if module in FORBIDDEN or top in FORBIDDEN:
+                problems.append("line %d imports %s" % (node.lineno, module))
+            tail = module.split("module_utils.")[-1] if "module_utils." in module else None
+            if tail and tail.split(".")[0] in HOST:
+                problems.append("line %d imports the host module %s" % (node.lineno, tail))
+    return problems
+
+
+def test_every_host_module_exists_and_the_parsers_are_pure():
+    assert HOST <= set(NAMES)
+    assert {"nccl_tests", "rdma", "health", "monitor", "netconf", "netdev_plan", "gpu", "text"} <= set(PURE)
+
+
+@pytest.mark.parametrize("name", PURE)
+def test_a_pure_core_reaches_nothing_outside(name):
+    assert _problems(name) == [], "module_utils/%s.py is listed as pure" % name
+
+
+def test_the_check_can_fail():
+    assert _problems("commands") and _problems("sysfs")
