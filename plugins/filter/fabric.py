@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, readiness, report
-from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import TEXT, Mapping, expect, filters
 
 
 def node_record(facts, rdma_devices=None, gpu_facts=None, nccl=None):
@@ -54,8 +54,14 @@ def readiness_text(report_data):
 
 def peermem_plan(gpu_facts, available, ib_core_loaded, in_container, wanted="auto"):
     expect("peermem_plan", gpu_facts, (Mapping,), "the gpu_facts mapping (ansible_facts.gpu)")
-    expect("peermem_plan", available, (Mapping,), "a mapping of module name to whether modinfo found it")
+    expect("peermem_plan", available, (Mapping, list), "the modules modinfo found (a list, or a mapping of name to bool)")
+    if isinstance(available, list):
+        available = dict((name, True) for name in available)
     return gpu.peermem_plan(gpu_facts, available, bool(ib_core_loaded), bool(in_container), wanted)
+
+
+def loaded_modules(proc_modules):
+    return gpu.loaded_modules(expect("loaded_modules", proc_modules, TEXT, "the text of /proc/modules"))
 
 
 class FilterModule(object):
@@ -67,4 +73,5 @@ class FilterModule(object):
             "readiness_markdown": readiness_markdown,
             "readiness_text": readiness_text,
             "peermem_plan": peermem_plan,
+            "loaded_modules": loaded_modules,
         })

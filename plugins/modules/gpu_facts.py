@@ -14,10 +14,12 @@ short_description: Discover NVIDIA GPUs, their topology and GPUDirect peer memor
 version_added: 0.1.0
 author: gpufabric.rdma maintainers (@gpufabric)
 description:
-  - Runs C(nvidia-smi -q -x) and C(nvidia-smi topo -m) and reads C(/proc/modules), and returns
-    the GPUs, the GPU/NIC topology matrix with the closest NICs of each GPU, whether NVLink
-    connects the GPUs, and whether GPUDirect RDMA peer memory (C(nvidia_peermem) or the legacy
-    C(nv_peer_mem)) is loaded.
+  - Runs C(nvidia-smi -q -x), C(nvidia-smi --query-gpu=index,compute_cap) and C(nvidia-smi topo -m) and
+    reads C(/proc/modules), and returns the GPUs with their compute capability, the GPU/NIC topology
+    matrix with the closest NICs of each GPU, whether NVLink connects the GPUs, and whether GPUDirect
+    RDMA peer memory (C(nvidia_peermem) or the legacy C(nv_peer_mem)) is loaded.
+  - Finds the CUDA toolkit (C(nvcc) on C(PATH), else C(/usr/local/cuda/bin/nvcc)) and its release, so
+    the roles that build NCCL and nccl-tests read it from discovery instead of looking again.
   - A host without C(nvidia-smi) gives C(present=false) and no failure, and so does a host
     where C(nvidia-smi) cannot talk to the driver, prints no XML, or does not answer within
     O(command_timeout) (the reason is then in C(error); a hung C(nvidia-smi) is killed).
@@ -93,10 +95,27 @@ ansible_facts:
           description:
             - One entry per GPU with C(index), C(name), C(uuid), C(pci_bus_id), C(serial),
               C(memory_total_mib), C(persistence_mode), C(mig_mode), C(ecc_enabled),
-              C(ecc_uncorrected_volatile), C(power_limit_w) and C(temperature_c).
+              C(ecc_uncorrected_volatile), C(power_limit_w), C(temperature_c) and C(compute_capability)
+              (C(9.0); null when the driver cannot say).
           type: list
           elements: dict
           returned: always
+        compute_capabilities:
+          description: The distinct compute capabilities of the GPUs, in order.
+          type: list
+          elements: str
+          returned: always
+          sample: ["9.0"]
+        nvcc_gencode:
+          description: C(NVCC_GENCODE) for those capabilities (empty when unknown).
+          type: str
+          returned: always
+          sample: "-gencode=arch=compute_90,code=sm_90"
+        cuda_toolkit:
+          description: C(nvcc) (its path or null), C(home) (the toolkit's prefix or null) and C(version) (C(13.0)).
+          type: dict
+          returned: always
+          sample: {"nvcc": "/usr/local/cuda/bin/nvcc", "home": "/usr/local/cuda", "version": "13.0"}
         topology:
           description:
             - C(matrix) (row -> column -> link as printed, e.g. C(NV18), C(PIX), C(SYS)), C(nics)
@@ -120,14 +139,28 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu
 
+DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 
-def _empty(peermem, error=None):
+
+def _empty(peermem, toolkit, error=None):
     facts = dict(present=False, driver_version=None, cuda_version=None, count=0, gpus=[],
                  topology=dict(matrix={}, nics={}, gpu_nics={}, cpu_affinity={}, numa_affinity={}),
-                 nvlink=False, peermem=peermem)
+                 nvlink=False, peermem=peermem, compute_capabilities=[], nvcc_gencode="", cuda_toolkit=toolkit)
     if error:
         facts["error"] = error
     return facts
+
+
+def _cuda_toolkit(runner):
+    """The nvcc on PATH (else the usual prefix), its toolkit's prefix and release."""
+    nvcc = runner.which("nvcc")
+    if not nvcc and os.path.isfile(DEFAULT_NVCC) and os.access(DEFAULT_NVCC, os.X_OK):
+        nvcc = DEFAULT_NVCC
+    if not nvcc:
+        return {"nvcc": None, "home": None, "version": None}
+    result = runner.run([nvcc, "--version"])
+    home = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    return {"nvcc": nvcc, "home": home, "version": gpu.parse_nvcc_version(result.stdout) if result.ok else None}
 
 
 def main():
@@ -144,6 +177,7 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     peermem = gpu.parse_peermem(files.read_text(os.path.join(module.params["procfs_root"], "modules")) or "")
+    toolkit = _cuda_toolkit(runner)
 
     smi = module.params["nvidia_smi_path"]
     if smi:
@@ -152,7 +186,7 @@ def main():
     else:
         smi = runner.which("nvidia-smi")
     if not smi:
-        module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem)))
+        module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem, toolkit)))
 
     result = runner.run([smi, "-q", "-x"])
     facts = None
@@ -165,7 +199,7 @@ def main():
         message = result.describe()
     if facts is None:
         module.warn(message)
-        module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem, message)))
+        module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem, toolkit, message)))
 
     topology = dict(matrix={}, nics={}, gpu_nics={}, cpu_affinity={}, numa_affinity={})
     result = runner.run([smi, "topo", "-m"])
@@ -177,7 +211,16 @@ def main():
     else:
         module.warn("%s; topology left empty" % result.describe())
 
-    facts.update(present=True, topology=topology, nvlink=gpu.has_nvlink(topology), peermem=peermem)
+    result = runner.run([smi, "--query-gpu=index,compute_cap", "--format=csv,noheader"])
+    caps = gpu.parse_compute_caps(result.stdout) if result.ok else {}
+    for entry in facts["gpus"]:
+        entry["compute_capability"] = caps.get(entry["index"])  # nvidia-smi's index: the order -q -x lists them
+    distinct = []
+    for cap in (entry["compute_capability"] for entry in facts["gpus"]):
+        if cap and cap not in distinct:
+            distinct.append(cap)
+    facts.update(present=True, topology=topology, nvlink=gpu.has_nvlink(topology), peermem=peermem,
+                 compute_capabilities=distinct, nvcc_gencode=gpu.nvcc_gencode(distinct), cuda_toolkit=toolkit)
     module.exit_json(changed=False, ansible_facts=dict(gpu=facts))
 
 

@@ -14,7 +14,8 @@ from moduletest import calls, run_module, stub_bin
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 READ_ONLY = {
-    "nvidia-smi": [["-q", "-x"], ["topo", "-m"]],
+    "nvidia-smi": [["-q", "-x"], ["topo", "-m"], ["--query-gpu=index,compute_cap", "--format=csv,noheader"]],
+    "nvcc": [["--version"]],
     "ibv_devinfo": [[]],
     "journalctl": [["-k", "-b", "--no-pager", "-o", "short-iso"]],
 }
@@ -44,7 +45,7 @@ def test_gpu_facts_only_reads(node):
     node.tools(nvidia_smi="file:" + os.path.join(FIXTURES, "nvidia_smi", "q_h200x8.xml"))
     result = run_module(gpu_facts, {}, check_mode=True)
     assert result["changed"] is False and result["ansible_facts"]["gpu"]["count"] == 8
-    assert all(argv in READ_ONLY[tool] for tool, argv in node.calls()) and len(node.calls()) == 2
+    assert all(argv in READ_ONLY[tool] for tool, argv in node.calls()) and len(node.calls()) == 3
 
 
 def test_rdma_devices_only_reads(node):

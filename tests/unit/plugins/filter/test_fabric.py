@@ -6,7 +6,8 @@ from ansible_collections.gpufabric.rdma.plugins.filter.fabric import FilterModul
 
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {"node_record", "node_summary", "readiness_report",
-                                             "readiness_markdown", "readiness_text", "peermem_plan"}
+                                             "readiness_markdown", "readiness_text", "peermem_plan",
+                                             "loaded_modules"}
 
 
 def test_filter_errors_name_the_filter():
