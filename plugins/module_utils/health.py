@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu as nvidia
 from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
+from ansible_collections.gpufabric.rdma.plugins.module_utils.rates import RATE_RULES
 from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are
@@ -271,6 +272,8 @@ def inventory_findings(host, gpu_count, devices, peermem_loaded, netdev_mtus, ex
     return found
 
 
+RATE_COUNTERS = sorted(RATE_RULES)
+
 # Every option of a check with its default (node_health's argument_spec says the same).
 CHECK_DEFAULTS = {
     "expected_gpu_count": None,
@@ -288,9 +291,13 @@ CHECK_DEFAULTS = {
     "sysfs_root": "/sys",
     "procfs_root": "/proc",
     "command_timeout": DEFAULT_COMMAND_TIMEOUT,
+    "rate_window": 3600,
+    "rate_min_span": 300,
+    "rate_thresholds": {},
+    "ethtool": True,
 }
 _NON_NEGATIVE = ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages",
-                 "command_timeout")
+                 "command_timeout", "rate_window", "rate_min_span")
 _INTEGERS = _NON_NEGATIVE
 _MAX_COUNTER_INTERVAL = 600
 
@@ -300,7 +307,11 @@ class CheckOptionError(ValueError):
 
 
 def check_options(given):
-    """The given options over CHECK_DEFAULTS; unknown names and bad values raise CheckOptionError."""
+    """The given options over CHECK_DEFAULTS; unknown names and bad values raise CheckOptionError.
+
+    The result adds ``rate_rules`` (rate_thresholds as rules); checking a result again is allowed.
+    """
+    given = dict((k, v) for k, v in (given or {}).items() if k != "rate_rules")
     unknown = sorted(set(given or {}) - set(CHECK_DEFAULTS))
     if unknown:
         raise CheckOptionError("unknown check option(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(CHECK_DEFAULTS))))
@@ -325,6 +336,19 @@ def check_options(given):
         raise CheckOptionError("min_port_rate_gbps must be a number, got %r" % (merged["min_port_rate_gbps"],))
     if not isinstance(merged["xid_ignore"], list) or not all(isinstance(x, int) for x in merged["xid_ignore"]):
         raise CheckOptionError("xid_ignore must be a list of Xid numbers, got %r" % (merged["xid_ignore"],))
+    if merged["rate_window"] < 1:
+        raise CheckOptionError("rate_window must be at least 1 second, got %d" % merged["rate_window"])
+    thresholds = merged["rate_thresholds"]
+    if not isinstance(thresholds, dict) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+            for k, v in thresholds.items()):
+        raise CheckOptionError("rate_thresholds must map counter names to non-negative numbers, got %r" % (thresholds,))
+    unknown = sorted(k for k in thresholds if k not in RATE_COUNTERS)
+    if unknown:
+        raise CheckOptionError("rate_thresholds: unknown counter(s) %s (known: %s)" % (", ".join(unknown), ", ".join(RATE_COUNTERS)))
+    merged["rate_rules"] = dict((name, RATE_RULES[name][:3] + (value,)) for name, value in thresholds.items())
+    if not isinstance(merged["ethtool"], bool):
+        raise CheckOptionError("ethtool must be true or false, got %r" % (merged["ethtool"],))
     if merged["expected_nccl_env"] is not None and not isinstance(merged["expected_nccl_env"], dict):
         raise CheckOptionError("expected_nccl_env must be a mapping of NCCL variables, got %r" % (merged["expected_nccl_env"],))
     return merged

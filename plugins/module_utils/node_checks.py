@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, health, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, health, rates, sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
@@ -57,20 +57,36 @@ NVIDIA_SMI_FIXES = {
 
 
 def _gpus(opts, runner):
-    """(GPU count or None when unknown, per-GPU memory health, None or (how, detail) when nvidia-smi gave no answer)."""
+    """(GPU count or None when unknown, per-GPU memory health, per-GPU clock events,
+    None or (how, detail) when nvidia-smi gave no answer)."""
     smi = opts["nvidia_smi_path"] or runner.which("nvidia-smi")
     if not smi or not os.path.exists(smi):
-        return None, [], ("missing", "nvidia-smi not found")
+        return None, [], [], ("missing", "nvidia-smi not found")
     result = runner.run([smi, "-q", "-x"])
     if result.timed_out:
-        return None, [], ("hung", "nvidia-smi did not answer within %s s" % result.timeout)
+        return None, [], [], ("hung", "nvidia-smi did not answer within %s s" % result.timeout)
     if not result.ok:
-        return None, [], ("failed", result.describe())
+        return None, [], [], ("failed", result.describe())
     try:
-        root = gpu.nvidia_smi_root(result.stdout)  # parsed once, read twice
-        return gpu.attached_gpu_count(root), health.parse_gpu_memory_health(root), None
+        root = gpu.nvidia_smi_root(result.stdout)  # parsed once, read three times
+        return (gpu.attached_gpu_count(root), health.parse_gpu_memory_health(root), rates.parse_clock_events(root),
+                None)
     except ValueError as exc:
-        return None, [], ("failed", "nvidia-smi -q -x printed no usable XML: %s" % exc)
+        return None, [], [], ("failed", "nvidia-smi -q -x printed no usable XML: %s" % exc)
+
+
+def _pause_counters(opts, runner, netdevs):
+    """{'eth2|tx_pause_storm_error_events': 0, ...} from `ethtool -S` of each RDMA netdev (when ethtool is there)."""
+    counters = {}
+    ethtool = runner.which("ethtool") if opts["ethtool"] else None
+    if not ethtool:
+        return counters
+    for netdev in netdevs:
+        result = runner.run([ethtool, "-S", netdev])
+        if result.ok:
+            for name, value in rates.pause_counters(rates.parse_ethtool_stats(result.stdout)).items():
+                counters["%s|%s" % (netdev, name)] = value
+    return counters
 
 
 def _nvidia_smi_findings(host, problem, expected_gpu_count):
@@ -85,21 +101,24 @@ def _nvidia_smi_findings(host, problem, expected_gpu_count):
     return [finding("nvidia_smi", "critical", host, detail, NVIDIA_SMI_FIXES[how])]
 
 
-def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep):
+def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None):
     """Every check on this node -> {findings (worst first), counts, healthy, observed}.
 
     ``runner`` defaults to a ``commands.Runner`` with the options' ``command_timeout``.
     ``previous_counters`` (a port counter reading saved by an earlier run, with its ``at`` time)
     makes the counter check compare against it instead of sleeping ``counter_interval``.
+    ``history`` (the grey-failure samples an earlier run returned as observed["history"], [] for the
+    first run) turns the counter check into rates over ``rate_window`` (rates.py): the monitor's way.
     """
     opts = options(given)
     runner = runner or commands.Runner(opts["command_timeout"])
     host = host or os.uname()[1]
     found = []
 
-    gpu_count, memory, smi_problem = _gpus(opts, runner)
+    gpu_count, memory, clocks, smi_problem = _gpus(opts, runner)
     found += _nvidia_smi_findings(host, smi_problem, opts["expected_gpu_count"])
     found += health.gpu_memory_findings(host, memory, opts["max_retired_pages"])
+    found += rates.clock_findings(host, clocks)
 
     log_text, log_source = _kernel_log(opts, runner)
     events = health.parse_xid_events(log_text) if log_text else []
@@ -118,9 +137,16 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
         "gpu_count": opts["expected_gpu_count"] if gpu_count is not None else None, "rdma_devices": opts["expected_rdma_devices"],
         "port_rate_gbps": opts["min_port_rate_gbps"], "mtu": opts["expected_mtu"], "peermem": opts["require_peermem"]})
 
+    found += rates.pcie_findings(host, sysfs.read_pcie_links(opts["sysfs_root"]))
+
     now = time.time()
     after = sysfs.read_port_counters(opts["sysfs_root"])
-    if previous_counters and previous_counters.get("ports"):
+    if history is not None:
+        counters = sysfs.read_grey_counters(opts["sysfs_root"], netdevs)
+        counters.update(_pause_counters(opts, runner, netdevs))
+        history = rates.add_sample(history, {"at": now, "counters": counters}, opts["rate_window"])
+        found += rates.rate_findings(host, history, opts["rate_min_span"], opts["rate_rules"])
+    elif previous_counters and previous_counters.get("ports"):
         interval = int(round(now - previous_counters.get("at", now)))
         found += health.counter_findings(host, health.rising_counters(previous_counters["ports"], after), interval)
     elif opts["counter_interval"] and after:
@@ -145,4 +171,4 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
             "observed": {"host": host, "gpu_count": gpu_count, "gpu_error": smi_problem[1] if smi_problem else None,
                          "rdma_devices": [d["name"] for d in devices], "netdev_mtus": mtus,
                          "peermem": peermem, "xid_events": events, "kernel_log_source": log_source,
-                         "port_counters": after, "counters_at": now}}
+                         "port_counters": after, "counters_at": now, "history": history}}

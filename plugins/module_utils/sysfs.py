@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import rates, rdma
 from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr
 
 # InfiniBand port counters that only rise when a link misbehaves (sysfs ports/N/counters).
@@ -98,3 +98,53 @@ def netdev_mtus(sysfs_root, netdevs):
         if value and value.isdigit():
             mtus[netdev] = int(value)
     return mtus
+
+
+def read_grey_counters(sysfs_root="/sys", netdevs=()):
+    """One grey-failure sample's counters: {'mlx5_0/1|symbol_error': 3, 'eth2|carrier_changes': 1, ...}.
+
+    Port error counters (ports/N/counters), RoCE hw_counters (ports/N/hw_counters) and each netdev's
+    carrier_changes.
+    """
+    counters = {}
+    for target, values in read_port_counters(sysfs_root).items():
+        for name, value in values.items():
+            counters["%s|%s" % (target, name)] = value
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    for device in listdir(base):
+        for port in listdir(os.path.join(base, device, "ports")):
+            for name in rates.HW_COUNTERS:
+                value = read_attr(os.path.join(base, device, "ports", port, "hw_counters", name))
+                if value is not None and value.isdigit():
+                    counters["%s/%s|%s" % (device, port, name)] = int(value)
+    for netdev in netdevs:
+        value = read_attr(os.path.join(sysfs_root, "class", "net", netdev, "carrier_changes"))
+        if value is not None and value.isdigit():
+            counters["%s|carrier_changes" % netdev] = int(value)
+    return counters
+
+
+def _pci_link(sysfs_root, address, kind, name):
+    device = os.path.join(sysfs_root, "bus", "pci", "devices", address)
+    return {"address": address, "kind": kind, "name": name,
+            "current_width": rates.parse_link_width(read_attr(os.path.join(device, "current_link_width"))),
+            "max_width": rates.parse_link_width(read_attr(os.path.join(device, "max_link_width"))),
+            "current_speed": rates.parse_link_speed(read_attr(os.path.join(device, "current_link_speed"))),
+            "max_speed": rates.parse_link_speed(read_attr(os.path.join(device, "max_link_speed")))}
+
+
+def read_pcie_links(sysfs_root="/sys"):
+    """PCIe links of the NVIDIA GPUs (vendor 0x10de, display class) and the RDMA NICs' functions."""
+    links = []
+    pci = os.path.join(sysfs_root, "bus", "pci", "devices")
+    for address in listdir(pci):
+        vendor = read_attr(os.path.join(pci, address, "vendor"))
+        klass = read_attr(os.path.join(pci, address, "class")) or ""
+        if vendor == "0x10de" and klass.startswith("0x03"):
+            links.append(_pci_link(sysfs_root, address, "gpu", "GPU@%s" % address))
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    for device in listdir(base):
+        address = _link_name(os.path.join(base, device, "device"))
+        if address and os.path.isdir(os.path.join(pci, address)):
+            links.append(_pci_link(sysfs_root, address, "nic", device))
+    return links

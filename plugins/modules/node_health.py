@@ -21,10 +21,14 @@ description:
     kernel log since boot (C(journalctl -k -b), else C(dmesg)), repeats folded, rated from NVIDIA's Xid
     catalog (application Xids are C(info), Xid 48/79/95/119 and others C(critical)), a GPU that fell off
     the bus without an Xid line counted as Xid 79; uncorrectable ECC errors, row remapping pending or
-    failed, page retirement pending or more than O(max_retired_pages) retired pages (C(nvidia-smi -q -x)).
+    failed, page retirement pending or more than O(max_retired_pages) retired pages (C(nvidia-smi -q -x)); clocks
+    held down by HW slowdown, HW thermal slowdown, HW power brake or SW thermal slowdown (C(gpu_clock_throttle)).
+  - B(PCIe) - a GPU or RDMA NIC whose link in sysfs is narrower than its maximum, or a NIC's slower (C(pcie_link)).
   - B(RDMA) - fewer devices than O(expected_rdma_devices), ports not ACTIVE, ports below
     O(min_port_rate_gbps), InfiniBand error counters (C(link_downed), C(symbol_error), ...) rising
-    between two readings O(counter_interval) seconds apart.
+    between two readings O(counter_interval) seconds apart. (The health monitor reads them as rates over its own
+    history instead - C(rdma_error_rate), C(link_flap), C(roce_congestion), C(pfc_pause_storm); see the
+    health_monitor role.)
   - B(Configuration) - RDMA netdevs whose MTU is not O(expected_mtu), C(nvidia_peermem) not loaded
     when O(require_peermem), O(nccl_conf) differing from O(expected_nccl_env) (the deployed profile).
   - Read-only - never changes the node; supports check mode.
