@@ -36,7 +36,7 @@ try:
 except ImportError:  # pragma: no cover - Python 2
     from urllib import quote_plus
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import health, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils import health, remediation, text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.health import SEVERITY_ORDER as SEVERITY_RANK
 
 WEBHOOK_TYPES = ("lark", "feishu", "dingtalk", "slack", "generic")
@@ -70,8 +70,12 @@ def empty_state():
     return {"version": STATE_VERSION, "events": {}, "counters": None}
 
 
-def plan(state, findings, webhook_names, now, quiet_period, cluster, host, min_severity="warning", send_recovery=True):
+def plan(state, findings, webhook_names, now, quiet_period, cluster, host, min_severity="warning", send_recovery=True,
+         actions=None):
     """The next state and the messages to send: [(event key, webhook name, kind)].
+
+    ``actions`` ({event key: text}) records what was done about an event (a drain, a resume); the
+    messages carry it.
 
     Findings below ``min_severity`` are not events. The state is not changed by sending: call
     ``delivered`` for each message that arrived, then ``prune``.
@@ -91,6 +95,8 @@ def plan(state, findings, webhook_names, now, quiet_period, cluster, host, min_s
     for key, event in events.items():
         if key not in current and event["status"] == "open":
             event.update(status="cleared", cleared_at=now)
+        if actions and key in actions:
+            event["action"] = actions[key]
 
     messages = []
     for key in sorted(events):
@@ -141,6 +147,7 @@ def payload(cluster, host, event, kind, now, message_id=None):
         "severity": event["severity"], "detail": event["detail"], "fix_hint": event["fix_hint"],
         "detected_at": iso(event["first_seen"]), "last_seen_at": iso(event["last_seen"]),
         "cleared_at": iso(event.get("cleared_at")), "sent_at": iso(now),
+        "action": event.get("action"),
     }
 
 
@@ -167,6 +174,8 @@ def text_message(body):
              "Detected at: %s" % body["detected_at"]]
     if body["cleared_at"]:
         lines.append("Cleared at: %s" % body["cleared_at"])
+    if body.get("action"):
+        lines.append("Action: %s" % body["action"])
     lines += ["Message ID: %s" % body["message_id"],
               "Event ID: %s (quote it when you follow up)" % body["event_id"]]
     return "\n".join(lines)
@@ -268,7 +277,7 @@ def check_config(config):
         raise ConfigError("the configuration must be a JSON object")
     merged = {"cluster": "gpufabric", "host": None, "checks": {}, "webhooks": [], "quiet_period": 21600,
               "min_severity": "warning", "send_recovery": True, "timeout": 10,
-              "state_file": "/var/lib/gpufabric/health-monitor/state.json"}
+              "state_file": "/var/lib/gpufabric/health-monitor/state.json", "remediation": {}}
     unknown = sorted(set(config) - set(merged))
     if unknown:
         raise ConfigError("unknown configuration key(s): %s" % ", ".join(unknown))
@@ -309,4 +318,8 @@ def check_config(config):
         merged["checks"] = health.check_options(merged["checks"])
     except health.CheckOptionError as exc:
         raise ConfigError("checks: %s" % exc)
+    try:
+        merged["remediation"] = remediation.check_config(merged["remediation"])
+    except remediation.PolicyError as exc:
+        raise ConfigError(str(exc))
     return merged

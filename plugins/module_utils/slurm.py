@@ -315,3 +315,35 @@ def jobs_report(finished):
         jobs.append(dict((k, v) for k, v in entry.items() if k != "output"))
         files["%s-%s.out" % (entry.get("name"), job.get("job_id") or "unsubmitted")] = entry.get("output") or ""
     return {"jobs": jobs, "table": render_table(JOBS_HEADER, rows), "failures": failures, "files": files}
+
+
+def slurm_conf_settings(text):
+    """slurm.conf -> {lower-case key: (key as written, value)} for its KEY=VALUE lines (comments and
+    NodeName/PartitionName lines aside; a later line wins, as slurmctld reads them)."""
+    settings = {}
+    for line in _text.clean(text or "").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        key = key.strip()
+        if not re.match(r"^[A-Za-z][A-Za-z0-9]{0,63}$", key) or key.lower() in ("nodename", "partitionname",
+                                                                               "nodeset", "frontendname", "downnodes"):
+            continue
+        settings[key.lower()] = (key, value.strip())
+    return settings
+
+
+def conf_conflicts(confs, wanted, ours_prefix):
+    """Which of our wanted program settings (HealthCheckProgram, Prolog) a slurm.conf already sets to a
+    program that is not ours: ['host: Prolog=/etc/slurm/prolog.sh', ...]. ``confs``: [(host, text)]."""
+    problems = []
+    for host, text in confs:
+        settings = slurm_conf_settings(text)
+        for key in sorted(wanted):
+            if key.lower() not in ("healthcheckprogram", "prolog"):
+                continue
+            present = settings.get(key.lower())
+            if present and present[1] and not present[1].startswith(ours_prefix):
+                problems.append("%s: %s=%s" % (host, present[0], present[1]))
+    return problems

@@ -354,7 +354,7 @@ def test_main_exit_codes(node, receiver, tmp_path, capsys):
     assert program.main([]) == 2
 
 
-def test_counters_rising_between_two_runs(node, receiver):
+def test_counters_rising_between_two_runs_are_rates_over_the_history(node, receiver):
     base, received = receiver
     counters = node / "sys" / "class" / "infiniband" / "erdma_0" / "ports" / "1" / "counters"
     counters.mkdir()
@@ -367,11 +367,13 @@ def test_counters_rising_between_two_runs(node, receiver):
     assert received() == []  # one reading: nothing to compare with yet
     state = json.loads(open(config["state_file"]).read())
     assert state["counters"]["ports"] == {"erdma_0/1": {"link_downed": 3, "symbol_error": 0}}
+    assert state["history"] == [{"at": state["history"][0]["at"],
+                                 "counters": {"erdma_0/1|link_downed": 3, "erdma_0/1|symbol_error": 0}}]
     (counters / "link_downed").write_text("5\n")
     assert program.run_once(config, log=[].append) == 0
     (event,) = [r["json"] for r in received()]
-    assert (event["fault_type"], event["severity"], event["target"]) == ("rdma_counter", "critical", "node-a/erdma_0/1")
-    assert event["detail"].startswith("link_downed rose from 3 to 5 in ")
+    assert (event["fault_type"], event["severity"], event["target"]) == ("link_flap", "critical", "node-a/erdma_0/1")
+    assert event["detail"].startswith("link_downed rose by 2 in ")
 
 
 def test_check_options_are_validated_like_the_module():
@@ -409,3 +411,88 @@ def test_the_role_installs_everything_the_monitor_imports():
     with open(os.path.join(ROOT, "roles", "health_monitor", "vars", "main.yml")) as handle:
         listed = yaml.safe_load(handle)["health_monitor_module_utils"]
     assert sorted(listed) == sorted(needed - {PROGRAM})
+
+
+KUBE_SERVER = os.path.join(ROOT, "tests", "lab", "kube-api-standin", "server.py")
+FAKE_KUBECTL = os.path.join(ROOT, "tests", "stubs", "fake_kubectl.py")
+
+
+@pytest.fixture
+def kube(tmp_path):
+    """The stand-in API server with one Node (node-a) and a kubeconfig for it; yields (kubeconfig, requests)."""
+    import subprocess
+    import sys
+    import time
+    (tmp_path / "nodes.json").write_text(json.dumps([
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}, "spec": {}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-b"}, "spec": {}}]))
+    portfile = tmp_path / "port"
+    server = subprocess.Popen([sys.executable, KUBE_SERVER, str(tmp_path / "nodes.json"),
+                               str(tmp_path / "requests.jsonl"), str(portfile)])
+    for _ in range(100):
+        if portfile.exists() and portfile.read_text():
+            break
+        time.sleep(0.05)
+    (tmp_path / "kubeconfig").write_text(json.dumps({"clusters": [{"cluster": {
+        "server": "http://127.0.0.1:%s" % portfile.read_text()}}]}))
+
+    def requests():
+        log = tmp_path / "requests.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    yield str(tmp_path / "kubeconfig"), requests
+    server.terminate()
+    server.wait()
+
+
+def test_a_fault_cordons_through_kubectl_and_the_message_says_so(node, receiver, kube):
+    base, received = receiver
+    kubeconfig, requests = kube
+    (node / "kern.log").write_text("2026-11-23T18:00:00+00:00 node-a kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, "
+                                   "name=python, GPU has fallen off the bus.\n")
+    config = _config(node, base, webhooks=[{"name": "events", "type": "generic", "url": base + "/generic/e",
+                                            "secret": SECRETS["generic"], "insecure_http": True}],
+                     remediation={"policy": [{"check": "gpu_xid", "action": "drain"}],
+                                  "rate_limit": {"max_nodes": 1, "max_percent": 50},
+                                  "kubernetes": {"enabled": True, "kubectl": FAKE_KUBECTL, "kubeconfig": kubeconfig}})
+    lines = []
+    assert program.run_once(config, log=lines.append, now=1700000000.0) == 0
+    (patch,) = [r for r in requests() if r["method"] == "PATCH"]
+    assert patch["path"] == "/api/v1/nodes/node-a"
+    assert patch["body"] == {"spec": {"unschedulable": True, "taints": [
+        {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}]},
+        "metadata": {"annotations": {"gpufabric.io/cordoned-at": "1700000000"}}}
+    xid = [r["json"] for r in received() if r["json"]["fault_type"] == "gpu_xid"]
+    assert xid and xid[0]["action"] == "Kubernetes: cordoned and tainted node-a (gpufabric: gpu_xid node-a/GPU 0000:18:00)"
+    assert any(line.startswith("kubernetes: ran %s --kubeconfig" % FAKE_KUBECTL) for line in lines)
+    # The fault clears: uncordoned, our taint and annotation gone; the recovery message says so.
+    (node / "kern.log").write_text("")
+    assert program.run_once(config, log=lines.append, now=1700000300.0) == 0
+    patch = [r for r in requests() if r["method"] == "PATCH"][-1]
+    assert patch["body"] == {"spec": {"taints": None, "unschedulable": None},
+                             "metadata": {"annotations": {"gpufabric.io/cordoned-at": None}}}
+    recovered = [r["json"] for r in received() if r["json"]["status"] == "recovered" and r["json"]["fault_type"] == "gpu_xid"]
+    assert recovered and recovered[0]["action"].startswith("Kubernetes: uncordoned and untainted node-a")
+
+
+def test_dry_run_decides_and_reports_but_changes_nothing(node, receiver, kube):
+    base, received = receiver
+    kubeconfig, requests = kube
+    (node / "kern.log").write_text("2026-11-23T18:00:00+00:00 node-a kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, "
+                                   "name=python, GPU has fallen off the bus.\n")
+    config = _config(node, base, webhooks=[], remediation={
+        "policy": [{"severity": "critical", "action": "drain"}], "dry_run": True, "rate_limit": {"max_percent": 50},
+        "kubernetes": {"enabled": True, "kubectl": FAKE_KUBECTL, "kubeconfig": kubeconfig}})
+    lines = []
+    program.run_once(config, log=lines.append, now=1700000000.0)
+    assert [r for r in requests() if r["method"] == "PATCH"] == []
+    assert any("Kubernetes: dry run, would have cordoned and tainted node-a" in line for line in lines)
+
+
+def test_a_scheduler_that_does_not_answer_is_reported_not_fatal(node, receiver):
+    base, received = receiver
+    config = _config(node, base, webhooks=[], remediation={
+        "policy": [{"severity": "critical", "action": "drain"}],
+        "slurm": {"enabled": True, "scontrol": str(node / "no-scontrol"), "sinfo": str(node / "no-sinfo")}})
+    lines = []
+    program.run_once(config, log=lines.append, now=1700000000.0)
+    assert any(line.startswith("slurm: could not act: ") for line in lines)

@@ -1,0 +1,124 @@
+"""A stand-in Kubernetes API server for Nodes (tests only; standard library).
+
+No API server can run here, so the remediate playbook and the monitor talk to this one: it speaks
+the part of the API that kubernetes.core and kubectl use for Nodes - discovery (/version, /api,
+/api/v1, /apis), GET /api/v1/nodes and /api/v1/nodes/NAME, and PATCH with
+application/merge-patch+json (RFC 7386), honouring ?dryRun=All (answers the patched object and
+keeps the stored one). Every request is appended to the log as one JSON line: method, path, query,
+content_type, body - so a test can assert the exact patch bodies.
+
+usage: python3 server.py NODES.json LOG.jsonl PORTFILE   (listens on 127.0.0.1, an ephemeral port
+       written to PORTFILE; NODES.json is a list of Node objects and is rewritten on each real patch)
+"""
+
+import copy
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from socketserver import ThreadingMixIn
+from urllib.parse import parse_qs, urlsplit
+
+LOCK = threading.Lock()
+RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1", "resources": [
+    {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["no"]}]}
+
+
+def merge_patch(target, patch):
+    """RFC 7386: a null deletes, a mapping merges, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+class Handler(BaseHTTPRequestHandler):
+    nodes_file = log_file = None
+
+    def log_message(self, *args):
+        pass
+
+    def _log(self, body=None):
+        url = urlsplit(self.path)
+        entry = {"method": self.command, "path": url.path, "query": parse_qs(url.query),
+                 "content_type": self.headers.get("Content-Type"), "body": body}
+        with LOCK, open(self.log_file, "a") as handle:
+            handle.write(json.dumps(entry, sort_keys=True) + "\n")
+        return url
+
+    def _send(self, status, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _nodes(self):
+        with open(self.nodes_file) as handle:
+            return json.load(handle)
+
+    def _not_found(self, name):
+        self._send(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                         "message": 'nodes "%s" not found' % name, "code": 404})
+
+    def do_GET(self):
+        url = self._log()
+        path = url.path.rstrip("/")
+        if path == "/version":
+            return self._send(200, {"major": "1", "minor": "31", "gitVersion": "v1.31.0-standin"})
+        if path == "/api":
+            return self._send(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
+        if path == "/apis":
+            return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+        if path == "/api/v1":
+            return self._send(200, RESOURCES)
+        if path == "/api/v1/nodes":
+            return self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                                    "items": self._nodes()})
+        if path.startswith("/api/v1/nodes/"):
+            name = path.rsplit("/", 1)[1]
+            node = next((n for n in self._nodes() if n["metadata"]["name"] == name), None)
+            return self._send(200, node) if node else self._not_found(name)
+        self._send(404, {"kind": "Status", "status": "Failure", "code": 404, "message": "no %s here" % path})
+
+    def do_PATCH(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"null")
+        url = self._log(body)
+        name = url.path.rstrip("/").rsplit("/", 1)[1]
+        if self.headers.get("Content-Type", "").split(";")[0] != "application/merge-patch+json":
+            return self._send(415, {"kind": "Status", "code": 415, "message": "only merge patches here"})
+        with LOCK:
+            nodes = self._nodes()
+            index = next((i for i, n in enumerate(nodes) if n["metadata"]["name"] == name), None)
+            if index is None:
+                return self._not_found(name)
+            patched = merge_patch(nodes[index], body)
+            if "All" not in parse_qs(url.query).get("dryRun", []):
+                nodes[index] = patched
+                with open(self.nodes_file, "w") as handle:
+                    json.dump(nodes, handle)
+        self._send(200, patched)
+
+
+class Server(ThreadingMixIn, HTTPServer):
+    daemon_threads = True
+
+
+def main(argv):
+    Handler.nodes_file, Handler.log_file, portfile = argv
+    server = Server(("127.0.0.1", 0), Handler)
+    with open(portfile, "w") as handle:
+        handle.write(str(server.server_address[1]))
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
