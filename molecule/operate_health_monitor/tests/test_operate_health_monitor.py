@@ -158,6 +158,27 @@ def test_a_hung_nvidia_smi_is_a_finding_not_a_hung_timer(host):
     assert {r["json"]["status"] for r in _new() if r["kind"] == "generic"} == {"recovered"}
 
 
+def test_a_rising_symbol_error_rate_is_one_finding_then_one_recovery(host):
+    """Grey failure: symbol errors rising faster than 120 an hour (rate_window 20 s in this scenario)."""
+    counters = "/opt/captured/sys/class/infiniband/erdma_0/ports/1/counters"
+    assert host.run("mkdir -p %s && echo 0 > %s/symbol_error" % (counters, counters)).rc == 0
+    assert _run(host).rc == 0
+    assert _new() == []  # one reading: nothing to compare with
+    assert host.run("echo 5000 > %s/symbol_error" % counters).rc == 0
+    assert _run(host).rc == 0
+    events = [r["json"] for r in _new() if r["kind"] == "generic"]
+    assert [(e["status"], e["fault_type"], e["severity"], e["target"]) for e in events] == [
+        ("new", "rdma_error_rate", "critical", NODE + "/erdma_0/1")]
+    assert events[0]["detail"].startswith("symbol_error rose by 5000 in ")
+    assert _run(host).rc == 0
+    assert _new() == []  # still rising within the window: still one open finding, nothing new to say
+    host.run("sleep 21")
+    assert _run(host).rc == 0  # a whole window without a new error
+    events = [r["json"] for r in _new() if r["kind"] == "generic"]
+    assert [(e["status"], e["fault_type"]) for e in events] == [("recovered", "rdma_error_rate")]
+    assert host.run("rm -r %s" % counters).rc == 0
+
+
 def _port_event_id():
     return next(r["json"]["event_id"] for r in _received()
                 if r["kind"] == "generic" and r["json"]["fault_type"] == "rdma_port_state")
