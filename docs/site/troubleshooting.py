@@ -55,6 +55,16 @@ def findings():
         with open(path, encoding="utf-8") as handle:
             tree = ast.parse(handle.read())
         for node in ast.walk(tree):
+            # Rule tables ({counter: (check, severity, ...)}, e.g. rates.RATE_RULES) report their checks too.
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Dict)
+                    and getattr(node.targets[0], "id", "").endswith("_RULES")):
+                for rule in node.value.values:
+                    if isinstance(rule, ast.Tuple) and len(rule.elts) > 1 and all(
+                            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in rule.elts[:2]):
+                        entry = found.setdefault(rule.elts[0].value, {"severities": set(), "sources": set(), "hints": []})
+                        entry["severities"].add(rule.elts[1].value)
+                        entry["sources"].add(_rel(path))
+                continue
             if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "finding"):
                 continue
             if not (node.args and isinstance(node.args[0], ast.Constant)):
