@@ -20,7 +20,8 @@ def health_monitor_config(webhooks, **settings):
     config["webhooks"] = [dict((k, v) for k, v in w.items() if v is not None) if isinstance(w, Mapping) else w
                           for w in config["webhooks"]]
     checked = monitor.check_config(config)  # ConfigError is a ValueError: the filter error carries its message
-    checked["checks"] = dict((k, v) for k, v in checked["checks"].items() if v is not None)
+    # rate_rules is derived from rate_thresholds; the monitor derives it again on the node.
+    checked["checks"] = dict((k, v) for k, v in checked["checks"].items() if v is not None and k != "rate_rules")
     return checked
 
 

@@ -83,6 +83,26 @@ options:
     description: Root of procfs (for C(modules)).
     type: path
     default: /proc
+  rate_window:
+    description:
+      - Seconds of history the health monitor takes counter rates over. This module reads once and takes no
+        rates (it has no history); the option is accepted so one set of check options serves both.
+    type: int
+    default: 3600
+  rate_min_span:
+    description: Shortest span (seconds) the health monitor extrapolates a per-hour rate from (see O(rate_window)).
+    type: int
+    default: 300
+  rate_thresholds:
+    description:
+      - Counter name to threshold for the health monitor's rates (per hour, or a count for C(carrier_changes)),
+        e.g. C({symbol_error: 120}) (see O(rate_window)).
+    type: dict
+    default: {}
+  ethtool:
+    description: Let the health monitor read PFC pause counters with C(ethtool -S) (see O(rate_window)).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - gpufabric.rdma.command_timeout
 notes:
@@ -161,6 +181,10 @@ def main():
             nvidia_smi_path=dict(type="path"),
             sysfs_root=dict(type="path", default="/sys"),
             procfs_root=dict(type="path", default="/proc"),
+            rate_window=dict(type="int", default=3600),
+            rate_min_span=dict(type="int", default=300),
+            rate_thresholds=dict(type="dict", default={}),
+            ethtool=dict(type="bool", default=True),
             **commands.ARGUMENT_SPEC
         ),
         supports_check_mode=True,
@@ -170,6 +194,7 @@ def main():
     except node_checks.CheckOptionError as exc:
         module.fail_json(msg=str(exc))
     del result["observed"]["counters_at"]
+    del result["observed"]["history"]
     module.exit_json(changed=False, **result)
 
 
