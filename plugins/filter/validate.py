@@ -10,7 +10,7 @@ __metaclass__ = type
 import base64
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, chart, nccl_tests, slurm, text, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils import baselines, burnin, chart, nccl_tests, slurm, text, validation
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
@@ -111,6 +111,49 @@ def slurm_job_errors(jobs):
     return [problem for job in jobs for problem in slurm.job_problems(job)]
 
 
+def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=False):
+    """Each judged nccl-tests run with its baseline sentence ("346 GB/s = 100 % of the H200x2 NVLink
+    baseline ...") or the note that none is known; without a user threshold, a run below ``fraction``
+    of its baseline fails. Also returns ``record``: this run's figures as baseline entries."""
+    expect_list_of_mappings("baseline_notes", judged, "the judged runs (run_report_judged)")
+    platform = dict(platform or {})
+    fraction = number_or_none("baseline_notes", "fraction", fraction)
+    out, record = [], []
+    for run in judged:
+        run = dict(run)
+        result = run.get("result") or {}
+        rows = result.get("rows") or []
+        collective = result.get("collective")
+        if not rows or not platform.get("gpu") or not collective:
+            run["baseline"] = None
+            out.append(run)
+            continue
+        last = rows[-1]
+        value = (last.get("out_of_place") or {}).get("busbw")
+        gpus = platform.get("gpus_by_mode", {}).get(run.get("mode")) or platform.get("gpus")
+        gpus = int(gpus) if str(gpus).isdigit() else gpus
+        fabric = platform.get("interconnect_by_mode", {}).get(run.get("mode")) or platform.get("interconnect")
+        entry = baselines.lookup("nccl_busbw", platform["gpu"], gpus, fabric, local, collective=collective, size=last.get("size"))
+        if entry is None:
+            run["baseline"] = baselines.unknown("nccl_busbw %s" % collective, platform["gpu"], gpus, fabric)
+        else:
+            run["baseline"] = baselines.describe(value, entry)
+            if not user_threshold and fraction and value is not None and value < baselines.floor(entry, fraction):
+                run["failures"] = list(run.get("failures") or []) + [
+                    "busbw %.1f GB/s at %d bytes is below %.0f %% of the %s baseline (%.1f GB/s)" % (
+                        value, last["size"], fraction * 100, baselines.label(entry), entry["value"])]
+                run["passed"] = False
+        if value is not None:
+            record.append({"kind": "nccl_busbw", "gpu": platform["gpu"], "gpus": gpus, "interconnect": fabric,
+                           "collective": collective, "size": last.get("size"), "value": value,
+                           "source": "recorded here: %s" % run.get("label")})
+        out.append(run)
+    merged = list(local or [])
+    for entry in record:
+        merged = baselines.record(merged, entry)
+    return {"runs": out, "record": merged}
+
+
 def slurm_conf_conflicts(slurped, wanted):
     """slurp results of slurm.conf (registered in a loop over hosts) -> programs set there that are not ours."""
     expect_list_of_mappings("slurm_conf_conflicts", slurped, "the results of slurping slurm.conf in a loop")
@@ -204,7 +247,7 @@ class FilterModule(object):
             "nccl_tests_summary": nccl_tests_summary, "bandwidth_svg": bandwidth_svg,
             "mpirun_env_args": mpirun_env_args, "pair_hosts": pair_hosts, "perftest_judge": perftest_judge,
             "perftest_summary": perftest_summary, "slurm_job_runs": slurm_job_runs,
-            "slurm_conf_conflicts": slurm_conf_conflicts,
+            "slurm_conf_conflicts": slurm_conf_conflicts, "baseline_notes": baseline_notes,
             "slurm_job_errors": slurm_job_errors, "burnin_report": burnin_report, "slurm_hostlist": slurm_hostlist,
             "slurm_jobs_report": slurm_jobs_report, "burnin_rounds": burnin_rounds, "burnin_rank": burnin_rank,
             "threshold_errors": threshold_errors,

@@ -83,6 +83,8 @@ def bandwidth_svg(series, threshold=None, title="NCCL bandwidth"):
         color = _COLORS[n % len(_COLORS)]
         rows = [r for r in item.get("rows") or [] if (r.get("out_of_place") or {}).get("busbw") is not None]
         for key, dash, name in (("busbw", "", "busbw"), ("algbw", ' stroke-dasharray="6 4"', "algbw")):
+            if key == "algbw" and not any(r["out_of_place"].get("algbw") for r in rows):
+                continue  # series without algbw (medians of busbw only) draw one curve
             path = " ".join("%.1f,%.1f" % (x(r["size"]), y(r["out_of_place"].get(key) or 0)) for r in rows)
             out.append('<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>' % (color, dash, path))
             out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>'

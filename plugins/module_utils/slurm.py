@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import ddp
 from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
 
@@ -303,8 +304,11 @@ def _failure(entry, job):
 
 
 def jobs_report(finished):
-    """Finished jobs -> {'jobs' (without output), 'table', 'failures', 'files' {name: text}}."""
-    rows, failures, jobs, files = [], [], [], {}
+    """Finished jobs -> {'jobs' (without output), 'table', 'failures', 'files' {name: text}, 'ddp' {name: totals}}.
+
+    A torchrun job that printed the DDP benchmark's lines (ddp_benchmark.py) gets its totals in 'ddp'.
+    """
+    rows, failures, jobs, files, ddp_totals = [], [], [], {}, {}
     for entry in finished or []:
         job = entry.get("job") or {}
         rows.append([entry.get("name"), job.get("job_id"), entry.get("template"), job.get("state"),
@@ -314,7 +318,14 @@ def jobs_report(finished):
             failures.append(failure)
         jobs.append(dict((k, v) for k, v in entry.items() if k != "output"))
         files["%s-%s.out" % (entry.get("name"), job.get("job_id") or "unsubmitted")] = entry.get("output") or ""
-    return {"jobs": jobs, "table": render_table(JOBS_HEADER, rows), "failures": failures, "files": files}
+        if entry.get("template") == "torchrun" and "gpufabric-ddp" in (entry.get("output") or ""):
+            try:
+                parsed = ddp.parse(entry.get("output"))
+                ddp_totals[entry.get("name")] = dict(parsed["total"], allreduce=parsed["allreduce"])
+            except ddp.DdpParseError:
+                pass
+    return {"jobs": jobs, "table": render_table(JOBS_HEADER, rows), "failures": failures, "files": files,
+            "ddp": ddp_totals}
 
 
 def slurm_conf_settings(text):

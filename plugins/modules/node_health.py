@@ -95,8 +95,8 @@ options:
     default: 300
   rate_thresholds:
     description:
-      - Counter name to threshold for the health monitor's rates (per hour, or a count for C(carrier_changes)),
-        e.g. C({symbol_error: 120}) (see O(rate_window)).
+      - "Counter name to threshold for the health monitor's rates (per hour, or a count for C(carrier_changes)),
+        e.g. C({symbol_error: 120}) (see O(rate_window))."
     type: dict
     default: {}
   ethtool:

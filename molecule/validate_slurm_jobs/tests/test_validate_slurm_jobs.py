@@ -52,6 +52,22 @@ def test_torchrun_job_started_once_per_node_with_one_master():
     assert {line[5] for line in lines} == {"/opt/benchmark.py --batch-size=320 --model=resnet50"}
 
 
+def test_a_torchrun_job_without_a_script_carries_the_ddp_benchmark(host):
+    entry = _finished("ddp-default")
+    assert entry["job"]["succeeded"] is True
+    scripts = re.findall(r"torchrun stand-in host=\S+ node_rank=\d+ nnodes=2 nproc_per_node=\d+ master=\S+ script=(\S+) (.*)",
+                         entry["output"])
+    assert len(scripts) == 2
+    path, args = scripts[0]
+    assert re.match(r"^/tmp/gpufabric-ddp-\d+\.py$", path)
+    assert "--world-size=2" in args and "--master-port=9901" in args and "--bucket-size=25" in args
+    shipped = open(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "roles", "ddp_benchmark", "files",
+                                "ddp_benchmark.py")).read()
+    for node in NODES:
+        copy = subprocess.run(["docker", "exec", node, "cat", path], capture_output=True, text=True, check=False).stdout
+        assert copy == shipped  # written on every node of the allocation, byte for byte
+
+
 def test_scripts_follow_seed_004(host):
     script = host.file("/var/tmp/gpufabric-slurm/nccl-all-reduce.sbatch").content_string
     assert script.startswith("#!/bin/bash\n# ")  # sbatch reads the interpreter from the first line

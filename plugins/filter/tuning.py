@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The nccl_tune role's decisions (module_utils/tuning.py) as filters."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import chart, ddp, tuning
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters, number_or_none
+
+
+def nccl_tune_candidates(has_rdma, gpus=2, extra=None):
+    """The search space (one NCCL setting per candidate), plus the user's own candidates."""
+    space = tuning.candidates(bool(has_rdma), int(gpus))
+    if extra:
+        expect("nccl_tune_candidates", extra, (list,), "a list of {name, env} candidates")
+        space = space + [dict(c) for c in extra]
+    return tuning.check_candidates(space)
+
+
+def nccl_tune_report(search, confirm=None, rules=None):
+    """The runner's results -> decisions, the environment to use, tune.md text and the SVG."""
+    expect("nccl_tune_report", search, (Mapping,), "the search run's result (runs, skipped, elapsed_s)")
+    if confirm is not None:
+        expect("nccl_tune_report", confirm, (Mapping,), "the confirmation run's result")
+    result = tuning.report(dict(search), dict(confirm) if confirm is not None else None, dict(rules or {}))
+    result["markdown"] = tuning.markdown(result)
+    series = tuning.svg_series(result)
+    result["svg"] = chart.bandwidth_svg(series, title="NCCL busbw, defaults and tuned (medians)") if series else None
+    return result
+
+
+def ddp_report(runs, min_images_per_s_per_gpu=None, min_efficiency=None, baseline=None):
+    """The local DDP benchmark runs -> medians, scaling efficiency, failures and ddp.md text."""
+    expect("ddp_report", runs, (list,), "a list of runs {world_size, round, stdout, rc}")
+    # The registered results of the role's loop over [round, GPUs] read the same.
+    runs = [{"round": r["item"][0], "world_size": r["item"][1], "stdout": r.get("stdout") or "", "rc": r.get("rc")}
+            if isinstance(r, Mapping) and isinstance(r.get("item"), (list, tuple)) else r for r in runs]
+    return ddp.report(runs, number_or_none("ddp_report", "min_images_per_s_per_gpu", min_images_per_s_per_gpu),
+                      number_or_none("ddp_report", "min_efficiency", min_efficiency), baseline)
+
+
+class FilterModule(object):
+    def filters(self):
+        return filters({"nccl_tune_candidates": nccl_tune_candidates, "nccl_tune_report": nccl_tune_report,
+                        "ddp_report": ddp_report})

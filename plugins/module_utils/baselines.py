@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reference figures, so a report can say whether a number is good: "346 GB/s = 100 % of the H200x2
+NVLink baseline". Each entry names where it was measured; a site records its own with
+``record_baseline`` (the local file is read over these).
+
+Keys: kind (nccl_busbw | ddp_images_per_s | perftest_gbps), gpu (a model name as nvidia-smi prints
+it, matched case-insensitively by containment: "H200" matches "NVIDIA H200"), gpus, interconnect
+(nvlink | pcie | a fabric name for multi-node), and per kind: collective + size (nccl), model + batch
+(ddp), link_gbps (perftest).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+GIB = 1 << 30
+
+BUILTIN = [
+    # Our measurements (docs/benchmarks/, ../shared/fixtures): NCCL 2.28.9, nccl-tests 2.19.6, NVLS off.
+    {"kind": "nccl_busbw", "gpu": "H200", "gpus": 8, "interconnect": "nvlink", "collective": "all_reduce",
+     "size": 4 * GIB, "value": 365.0, "source": "8x H200 NVSwitch, all_reduce_perf -g 8 (shared/fixtures/h200x8/ar_g8.txt)"},
+    {"kind": "nccl_busbw", "gpu": "H200", "gpus": 8, "interconnect": "nvlink", "collective": "all_gather",
+     "size": GIB, "value": 344.2, "source": "8x H200 NVSwitch, all_gather_perf over mpirun (shared/fixtures/h200x8/ag_mpi.txt)"},
+    {"kind": "nccl_busbw", "gpu": "H200", "gpus": 2, "interconnect": "nvlink", "collective": "all_reduce",
+     "size": 4 * GIB, "value": 345.2, "source": "2x H200 NV18, mpirun -np 2 (docs/benchmarks/2026-11-22-h200x2-validate)"},
+    {"kind": "nccl_busbw", "gpu": "H200", "gpus": 2, "interconnect": "nvlink", "collective": "all_reduce",
+     "size": GIB, "value": 325.0, "source": "2x H200 NV18, -g 2 (docs/benchmarks/2026-11-23-h200x2-tune, defaults)"},
+    {"kind": "nccl_busbw", "gpu": "H200", "gpus": 2, "interconnect": "nvlink", "collective": "all_gather",
+     "size": GIB, "value": 270.0, "source": "2x H200 NV18, -g 2 (docs/benchmarks/2026-11-23-h200x2-tune, defaults)"},
+    {"kind": "nccl_busbw", "gpu": "H200", "gpus": 2, "interconnect": "nvlink", "collective": "reduce_scatter",
+     "size": GIB, "value": 275.0, "source": "2x H200 NV18, -g 2 (docs/benchmarks/2026-11-23-h200x2-tune, defaults)"},
+    {"kind": "ddp_images_per_s", "gpu": "H200", "gpus": 1, "interconnect": "nvlink", "model": "resnet50", "batch": 320,
+     "value": 3164.0, "source": "ddp_benchmark.py fp32, 1x H200 (docs/benchmarks/2026-11-23-h200x2-tune/ddp)"},
+    {"kind": "ddp_images_per_s", "gpu": "H200", "gpus": 2, "interconnect": "nvlink", "model": "resnet50", "batch": 320,
+     "value": 6267.0, "source": "ddp_benchmark.py fp32, 2x H200 NV18 (docs/benchmarks/2026-11-23-h200x2-tune/ddp)"},
+]
+
+
+def _matches(entry, want):
+    for key, value in want.items():
+        if value is None:
+            continue
+        have = entry.get(key)
+        if key == "gpu":
+            if not have or str(have).lower() not in str(value).lower():
+                return False
+        elif have != value:
+            return False
+    return True
+
+
+def lookup(kind, gpu, gpus, interconnect, local=None, **detail):
+    """The baseline for these keys (local entries first), else None. A size without its own entry takes the
+    entry of the largest size not above it (busbw only grows with the size on a healthy fabric)."""
+    want = dict(kind=kind, gpu=gpu, gpus=gpus, interconnect=interconnect, **dict((k, v) for k, v in detail.items() if k != "size"))
+    for table in (local or [], BUILTIN):
+        found = [e for e in table if _matches(e, want)]
+        size = detail.get("size")
+        if size is not None:
+            exact = [e for e in found if e.get("size") == size]
+            if exact:
+                return exact[0]
+            below = sorted((e for e in found if e.get("size") and e["size"] <= size), key=lambda e: e["size"])
+            found = below[-1:] if below else []
+        if found:
+            return found[0]
+    return None
+
+
+def label(entry):
+    name = str(entry.get("gpu") or "?").replace("NVIDIA ", "")
+    return "%sx%s %s" % (name, entry.get("gpus"), {"nvlink": "NVLink", "pcie": "PCIe"}.get(entry.get("interconnect"), entry.get("interconnect")))
+
+
+def describe(value, entry, unit="GB/s"):
+    """'346 GB/s = 100 % of the H200x2 NVLink baseline (345.2 GB/s, ...)'."""
+    if entry is None or value is None:
+        return None
+    return "%s %s = %.0f %% of the %s baseline (%s %s: %s)" % (
+        _num(value), unit, 100.0 * value / entry["value"], label(entry), _num(entry["value"]), unit, entry.get("source", "recorded here"))
+
+
+def unknown(kind, gpu, gpus, interconnect):
+    return ("no %s baseline for %s x%s %s: record one from this run with -e record_baseline=true" % (
+        kind, gpu or "an unknown GPU", gpus, interconnect))
+
+
+def floor(entry, fraction):
+    return entry["value"] * fraction if entry else None
+
+
+def record(local, entry):
+    """The local baseline list with ``entry`` added or replacing the one with the same keys."""
+    keys = ("kind", "gpu", "gpus", "interconnect", "collective", "size", "model", "batch", "link_gbps")
+    return [e for e in (local or []) if not all(e.get(k) == entry.get(k) for k in keys)] + [entry]
+
+
+def _num(value):
+    return ("%.0f" % value) if value >= 100 else ("%.1f" % value)
