@@ -25,7 +25,7 @@ help:
 	@echo "make lab-destroy  remove the lab containers and network"
 	@echo "make unit | sanity | lint | yamllint | build | molecule | lab-check   one stage of make test"
 	@echo "make docs         the docs site (build/docs/html): reference from ansible-doc, guides, troubleshooting"
-	@echo "make bench        parser throughput (rows per second)"
+	@echo "make bench        parser throughput, and the burn-in search against its target (rounds vs N)"
 	@echo "make ee-context   the AWX execution environment's build context (ansible-builder create)"
 	@echo "make changelog    preview the next release's CHANGELOG.rst (build/changelog) from changelogs/fragments"
 
@@ -58,6 +58,7 @@ lab: collection image
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml -e report_dir=$(CURDIR)/build/lab-report
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/burnin.yml -e burnin_report_dir=$(CURDIR)/build/lab-report/burnin
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/burnin.yml -e burnin_strategy=search -e burnin_report_dir=$(CURDIR)/build/lab-report/burnin-search
 
 lab-destroy: collection docker
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent
@@ -91,6 +92,7 @@ ee-context: collection
 
 bench: collection
 	python tests/bench/bench_parsers.py
+	python tests/bench/bench_burnin.py
 
 # What the next (minor) release's CHANGELOG.rst will say, from the pending fragments: a release in a
 # copy (build/changelog), so the fragments stay. Cutting a real release: docs/versioning.md.

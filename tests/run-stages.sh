@@ -90,7 +90,7 @@ lab_check_run() {
 stage_lab() {
   local log="${TMPDIR:-/tmp}/gpufabric-lab-second.log" rc=0
   make lab-destroy >/dev/null 2>&1
-  rm -rf build/lab-report/burnin
+  rm -rf build/lab-report/burnin build/lab-report/burnin-search
   lab_check_run || rc=1
   make lab || rc=1
   if [[ $rc -eq 0 ]]; then
@@ -103,6 +103,10 @@ stage_lab() {
     # The burn-in ran after site.yml: one round, the lab's one pair, measured by the stand-in over mpirun.
     if ! grep -q '^PASSED: 2 hosts, 1 pairs in 1 rounds' build/lab-report/burnin/burnin.md 2>/dev/null; then
       echo "=== the lab burn-in report is missing or did not pass:"; tail -n 30 "$log"; rc=1
+    fi
+    # The search strategy on the same two nodes: one group (the pair) in one round.
+    if ! grep -q '^PASSED: 2 hosts, 1 group runs in 1 rounds' build/lab-report/burnin-search/burnin.md 2>/dev/null; then
+      echo "=== the lab's search burn-in report is missing or did not pass:"; tail -n 30 "$log"; rc=1
     fi
   fi
   make lab-destroy >/dev/null 2>&1

@@ -8,7 +8,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import copy
 import os
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin_search as search_planner
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import baselines, burnin, chart, nccl_tests, slurm, text, validation
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
@@ -235,6 +238,74 @@ def burnin_report(pairs, tolerance=0.1, min_busbw=None, title="Burn-in: busbw of
             "markdown": burnin.markdown(results, ranked, minimum), "svg": svg}
 
 
+def burnin_search_start(hosts, expected=None, tolerance=0.15, topology=None):
+    """A new search state over the hosts (burnin_search.start)."""
+    expect("burnin_search_start", hosts, (list, tuple), "a list of hosts")
+    return search_planner.start([str(h) for h in hosts], number_or_none("burnin_search_start", "expected", expected),
+                               float(tolerance), dict(topology) if topology else None)
+
+
+def burnin_search_next(state):
+    """{state, tests}: the next round's disjoint groups ([] when done)."""
+    expect("burnin_search_next", state, (Mapping,), "a burn-in search state")
+    state = copy.deepcopy(dict(state))
+    tests = search_planner.next_round(state)
+    return {"state": state, "tests": tests}
+
+
+def burnin_search_record(state, outputs):
+    """The round's nccl-tests outputs ({test id: text, or None when it did not run}) -> the next state.
+
+    A group's figure is its out-of-place busbw at the largest size; a run with no table counts as failed."""
+    expect("burnin_search_record", state, (Mapping,), "a burn-in search state")
+    expect("burnin_search_record", outputs, (Mapping,), "a mapping of test id to nccl-tests output")
+    figures = {}
+    for test_id, output in outputs.items():
+        figure = None
+        if output:
+            try:
+                rows = nccl_tests.parse(output).get("rows") or []
+                figure = (rows[-1].get("out_of_place") or {}).get("busbw") if rows else None
+            except ValueError:
+                figure = None
+        figures[int(test_id)] = figure
+    state = copy.deepcopy(dict(state))
+    return search_planner.record(state, figures)
+
+
+def burnin_search_report(state, min_busbw=None):
+    """{summary, failures, markdown, rank}: what the search found and the tree it grew."""
+    expect("burnin_search_report", state, (Mapping,), "a burn-in search state")
+    found = search_planner.summary(state)
+    minimum = number_or_none("burnin_search_report", "min_busbw", min_busbw)
+    failures = (["slow host %s" % h for h in found["slow_hosts"]] + ["bad link %s" % "-".join(l) for l in found["bad_links"]]
+                + ["unresolved (short as a whole, every part passed): %s" % ", ".join(u) for u in found["unresolved"]])
+    if minimum is not None and found["reference"] is not None and found["reference"] < minimum:
+        failures.append("the cluster's reference busbw %.1f GB/s is below %s GB/s" % (found["reference"], min_busbw))
+    lines = ["# Burn-in (search strategy)", "",
+             "%d hosts, %d group runs in %d rounds; reference busbw %s GB/s (%s)." % (
+                 len(state["hosts"]), found["runs"], found["rounds"],
+                 "%.1f" % found["reference"] if found["reference"] is not None else "-",
+                 "the baseline" if state.get("expected") is not None else "the median of the first round's groups"),
+             "", "## Search tree", "", "```"] + found["tree_lines"] + ["```", ""]
+    lines.append("%s: %d hosts, %d group runs in %d rounds%s" % (
+        "PASSED" if not failures else "FAILED", len(state["hosts"]), found["runs"], found["rounds"],
+        "" if not failures else " - " + "; ".join(failures)))
+    return {"summary": found, "failures": failures, "markdown": "\n".join(lines) + "\n", "svg": None,
+            "rank": {"cluster_median_busbw": found["reference"]}}
+
+
+SEARCH_STEPS = {"start": burnin_search_start, "next": burnin_search_next, "record": burnin_search_record,
+                "report": burnin_search_report}
+
+
+def burnin_search(value, step, *args, **kwargs):
+    """One step of the burn-in search: start (hosts), next (state), record (state, outputs), report (state)."""
+    if step not in SEARCH_STEPS:
+        raise ValueError("step must be one of %s, got %r" % (", ".join(sorted(SEARCH_STEPS)), step))
+    return SEARCH_STEPS[step](value, *args, **kwargs)
+
+
 def threshold_errors(values):
     """{'nccl_tests_min_busbw': '350', 'nccl_tests_min_busbw_by_size': {...}} -> [] or the sentences naming each bad one."""
     return validation.threshold_errors(expect("threshold_errors", values, (Mapping,), "a mapping of threshold name to value"))
@@ -248,6 +319,7 @@ class FilterModule(object):
             "mpirun_env_args": mpirun_env_args, "pair_hosts": pair_hosts, "perftest_judge": perftest_judge,
             "perftest_summary": perftest_summary, "slurm_job_runs": slurm_job_runs,
             "slurm_conf_conflicts": slurm_conf_conflicts, "baseline_notes": baseline_notes,
+            "burnin_search": burnin_search,
             "slurm_job_errors": slurm_job_errors, "burnin_report": burnin_report, "slurm_hostlist": slurm_hostlist,
             "slurm_jobs_report": slurm_jobs_report, "burnin_rounds": burnin_rounds, "burnin_rank": burnin_rank,
             "threshold_errors": threshold_errors,

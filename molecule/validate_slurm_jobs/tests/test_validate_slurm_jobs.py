@@ -84,7 +84,7 @@ def test_reports_on_the_controller():
     names = sorted(os.listdir(report))
     assert {"jobs.json", "summary.md", "runs.json", "busbw.svg"} <= set(names)
     outputs = [n for n in names if n.endswith(".out")]
-    assert sorted({re.sub(r"-\d+\.out$", "", n) for n in outputs}) == ["ddp-resnet50", "nccl-all-reduce"]
+    assert sorted({re.sub(r"-\d+\.out$", "", n) for n in outputs}) == ["ddp-default", "ddp-resnet50", "nccl-all-reduce"]
     with open(os.path.join(report, "summary.md")) as handle:
         assert "slurm nccl-all-reduce" in handle.read()
 
