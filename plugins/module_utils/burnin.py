@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
+
 
 def rounds(hosts):
     """Round-robin schedule (circle method): every pair of hosts meets exactly once.
@@ -36,12 +38,6 @@ def rounds(hosts):
     return schedule
 
 
-def _median(values):
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
 
 
 def rank(results, tolerance=0.1):
@@ -58,14 +54,14 @@ def rank(results, tolerance=0.1):
             by_host.setdefault(host, [])
             if result.get("busbw") is not None:
                 by_host[host].append(float(result["busbw"]))
-    medians = dict((host, _median(values)) for host, values in by_host.items())
+    medians = dict((host, median(values)) for host, values in by_host.items())
     known = [m for m in medians.values() if m is not None]
-    cluster = _median(known)
+    cluster = median(known)
     hosts = []
     for host in sorted(by_host, key=lambda h: (medians[h] is None, -(medians[h] or 0), h)):
-        median = medians[host]
-        slow = median is None or (cluster is not None and median < cluster * (1 - tolerance))
-        hosts.append({"host": host, "median_busbw": median, "pairs": len(by_host[host]), "slow": slow})
+        own = medians[host]
+        slow = own is None or (cluster is not None and own < cluster * (1 - tolerance))
+        hosts.append({"host": host, "median_busbw": own, "pairs": len(by_host[host]), "slow": slow})
     links = []
     for index, result in enumerate(results):
         # What each end reaches with everyone else: a link slower than the slower end's usual
@@ -75,7 +71,7 @@ def rank(results, tolerance=0.1):
             others = [float(r["busbw"]) for i, r in enumerate(results)
                       if i != index and host in (r["a"], r["b"]) and r.get("busbw") is not None]
             if others:
-                expected.append(_median(others))
+                expected.append(median(others))
         busbw = result.get("busbw")
         bad = busbw is None or (bool(expected) and busbw < min(expected) * (1 - tolerance))
         links.append({"a": result["a"], "b": result["b"], "busbw": busbw, "bad": bad})
@@ -136,11 +132,11 @@ def markdown(results, ranked, minimum=None, unit="GB/s"):
     failed = ["%s-%s (%s)" % (r["a"], r["b"], r["error"]) for r in results if r["busbw"] is None]
     slow_pairs = below(results, minimum)
     problems = bool(ranked["slow_hosts"] or ranked["bad_links"] or slow_pairs)
-    median = ranked["cluster_median_busbw"]
+    cluster = ranked["cluster_median_busbw"]
     lines = ["# Burn-in", "",
              "%s: %d hosts, %d pairs in %d rounds; cluster median busbw %s %s." % (
                  "PROBLEMS" if problems else "PASSED", len(ranked["hosts"]), len(results),
-                 len(set(r.get("round") for r in results)), "-" if median is None else "%.1f" % median, unit), ""]
+                 len(set(r.get("round") for r in results)), "-" if cluster is None else "%.1f" % cluster, unit), ""]
     if ranked["slow_hosts"]:
         lines.append("- slow hosts: %s" % ", ".join(ranked["slow_hosts"]))
     if ranked["bad_links"]:
@@ -151,8 +147,8 @@ def markdown(results, ranked, minimum=None, unit="GB/s"):
         lines.append("- below %s %s: %s" % (minimum, unit, ", ".join(slow_pairs)))
     lines += ["", "## Hosts (best first)", "", "| host | median busbw (%s) | pairs | slow |" % unit, "| --- | --- | --- | --- |"]
     for host in ranked["hosts"]:
-        median = "-" if host["median_busbw"] is None else "%.1f" % host["median_busbw"]
-        lines.append("| %s | %s | %d | %s |" % (host["host"], median, host["pairs"], "**yes**" if host["slow"] else "no"))
+        shown = "-" if host["median_busbw"] is None else "%.1f" % host["median_busbw"]
+        lines.append("| %s | %s | %d | %s |" % (host["host"], shown, host["pairs"], "**yes**" if host["slow"] else "no"))
     by_pair = dict(((r["a"], r["b"]), r) for r in results)
     lines += ["", "## Links (worst first)", "",
               "| link | round | busbw at the largest size (%s) | size (B) | bad |" % unit, "| --- | --- | --- | --- | --- |"]

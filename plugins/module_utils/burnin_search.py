@@ -25,15 +25,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
+
 FIRST_GROUPS = 16
 
 
-def _median(values):
-    values = sorted(values)
-    if not values:
-        return None
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0
 
 
 def _chunks(hosts, count):
@@ -154,7 +150,7 @@ def record(state, figures):
         node["figure"] = figures.get(node["id"], figures.get(str(node["id"])))
     if state["reference"] is None:
         measured = [n["figure"] for n in ran if n["figure"] is not None and n["kind"] == "group"]
-        state["reference"] = _median(measured)
+        state["reference"] = median(measured)
     for node in ran:
         short = _short(state, node["figure"])
         node["verdict"] = "short" if short else "ok"

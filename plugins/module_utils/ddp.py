@@ -17,6 +17,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
 
 _LINE = re.compile(r"gpufabric-ddp (?:(total|allreduce) )?([a-z_]{1,24}=\S{1,200}(?: [a-z_]{1,24}=\S{1,200}){0,11})\s*$")
 _PAIR = re.compile(r"([a-z_]{1,24})=(\S{1,200})")
@@ -105,9 +106,6 @@ def report(runs, min_images_per_s_per_gpu=None, min_efficiency=None, baseline=No
         except DdpParseError as exc:
             failures.append("%d GPU(s), round %s: %s (exit %s)" % (run["world_size"], run.get("round"), exc, run.get("rc")))
 
-    def median(values):
-        values = sorted(values)
-        return values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2.0
     single = median(rates[1]) if rates.get(1) else None
     world = max(rates) if rates else None
     many = median(rates[world]) if world else None

@@ -40,3 +40,12 @@ def check_seconds(value, name, low=1, high=MAX_COMMAND_TIMEOUT):
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError("%s must be a whole number of seconds from %d to %d, got %r" % (name, low, high, value))
     return value
+
+
+def median(values):
+    """The median of a list of numbers (the mean of the middle two for an even count); None when empty."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0

@@ -22,6 +22,7 @@ import math
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -69,12 +70,6 @@ def check_candidates(items):
     return items
 
 
-def _median(values):
-    values = sorted(values)
-    if not values:
-        return None
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0
 
 
 def busbw_by_size(result):
@@ -106,7 +101,7 @@ def spread(samples):
     """{size: [busbw, ...]} of the defaults -> {size: (max - min) / median} (0 with fewer than two runs)."""
     out = {}
     for size, values in samples.items():
-        middle = _median(values)
+        middle = median(values)
         out[size] = (max(values) - min(values)) / middle if len(values) > 1 and middle else 0.0
     return out
 
@@ -117,7 +112,7 @@ def compare(default, candidate, rules=None):
     low, high = rules["window"]
     ratios = {}
     for size in sorted(set(default) & set(candidate)):
-        base, tuned = _median(default[size]), _median(candidate[size])
+        base, tuned = median(default[size]), median(candidate[size])
         if base and tuned is not None:
             ratios[size] = tuned / base
     window = [ratios[s] for s in ratios if low <= s <= high]
@@ -240,7 +235,7 @@ def report(search, confirm=None, rules=None, candidate_env=None):
 
 def _table(table):
     """JSON-friendly medians: {collective: {candidate: {size: median busbw}}} with string sizes."""
-    return dict((c, dict((n, dict((str(s), _median(v)) for s, v in sorted(sizes.items())))
+    return dict((c, dict((n, dict((str(s), median(v)) for s, v in sorted(sizes.items())))
                          for n, sizes in cands.items())) for c, cands in table.items())
 
 

@@ -40,3 +40,12 @@ find_build_homes() {
     [[ -f $mpi_home/include/mpi.h ]] || mpi_home=$(dirname "$(dirname "$(command -v mpirun)")")
   fi
 }
+
+# Everything a playbook run on the GPU machine needs: ansible-core from the wheels, the pip NCCL as a
+# home, a fresh nccl-tests source.
+prepare_playbook_run() {
+  local top=$1
+  setup_ansible "$top"
+  setup_nccl_home
+  copy_nccl_tests_source "$top"
+}

@@ -13,9 +13,7 @@ mkdir -p "$out/report"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 . tests/device/common.sh
-setup_ansible "$top"
-setup_nccl_home
-copy_nccl_tests_source "$top"
+prepare_playbook_run "$top"
 cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 ngpu=$(nvidia-smi -L | grep -c '^GPU ')
 common=(-e ansible_become=false -e "ansible_python_interpreter=$(command -v python3)"

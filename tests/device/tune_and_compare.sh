@@ -16,9 +16,7 @@ mkdir -p "$out/report"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 . tests/device/common.sh
-setup_ansible "$top"
-setup_nccl_home
-copy_nccl_tests_source "$top"
+prepare_playbook_run "$top"
 extra=$(printf '{"nccl_tests_env": {"NCCL_NVLS_ENABLE": "0", "LD_LIBRARY_PATH": "%s"}, "nccl_tune_budget": %s}' \
   "$LD_LIBRARY_PATH" "$budget")
 set -x

@@ -12,9 +12,7 @@ mkdir -p "$out/report"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 . tests/device/common.sh
-setup_ansible "$top"
-setup_nccl_home
-copy_nccl_tests_source "$top"
+prepare_playbook_run "$top"
 
 runs='[{"name": "all_reduce_perf", "args": "-b 8 -e 4G -f 2", "mode": "single"},
        {"name": "all_reduce_perf", "args": "-b 8 -e 4G -f 2", "mode": "mpirun"}]'
