@@ -52,7 +52,7 @@ docker:
 	@tests/lab/ensure-docker.sh
 
 image: docker
-	@tests/lab/build-image.sh
+	@for suite in bullseye bookworm trixie; do GPUFABRIC_DEBIAN_SUITE=$$suite tests/lab/build-image.sh || exit 1; done
 
 lab: collection image
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml

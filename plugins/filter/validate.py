@@ -38,16 +38,24 @@ def nccl_tests_collect(single_by_host, mpirun_results=None, hosts=None, gpus_by_
     return validation.collect_runs(single_by_host, mpirun_results, hosts, gpus_by_host)
 
 
-def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place"):
+def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place", replayed_from=None):
     expect_list_of_mappings("nccl_tests_judge", runs, "a list of runs (nccl_tests_collect's result)")
+    if replayed_from:
+        # Stand-ins print a capture: every label - so every line that shows a figure - says so.
+        note = text.check_line("replayed_from", replayed_from)
+        runs = [dict(run, label="%s [figures REPLAYED from %s, not measured]" % (run.get("label"), note)) for run in runs]
     errors = validation.threshold_errors({"min_busbw": min_busbw, "min_busbw_by_size": min_busbw_by_size,
                                           "max_wrong": max_wrong})
     if errors:
         fail("nccl_tests_judge", "; ".join(errors))
     if placement not in PLACEMENTS:
         fail("nccl_tests_judge", "placement must be one of %s, got %r" % (", ".join(PLACEMENTS), placement))
-    return validation.judge(runs, number_or_none("nccl_tests_judge", "min_busbw", min_busbw), min_busbw_by_size or None,
-                            None if max_wrong in (None, "") else int(max_wrong), placement)
+    judged = validation.judge(runs, number_or_none("nccl_tests_judge", "min_busbw", min_busbw), min_busbw_by_size or None,
+                              None if max_wrong in (None, "") else int(max_wrong), placement)
+    if replayed_from:
+        for run in judged:
+            run["replayed_from"] = replayed_from
+    return judged
 
 
 def nccl_tests_summary(judged, output="text", thresholds=None):

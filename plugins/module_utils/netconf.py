@@ -78,6 +78,31 @@ def pick_manager(netplan_files, networkmanager_active, networkd_active, ifupdown
     return "udev"
 
 
+def netplan_mentions(text, ifname):
+    """Whether a netplan file defines the interface (a key of its own under ethernets/bonds/... or a set-name)."""
+    pattern = re.compile(r"^\s+(?:%s|set-name:\s*%s)\s*:?\s*(?:#.*)?$" % (re.escape(ifname), re.escape(ifname)), re.M)
+    return bool(pattern.search(text or ""))
+
+
+def claims(managers):
+    """Which managers claim the interface, as (name, where) pairs. netplan's own renderings (a NetworkManager
+    connection named netplan-*, a networkd file under /run/systemd/network/*netplan*) belong to netplan."""
+    found = []
+    netplan = managers.get("netplan_mentions") or []
+    if netplan:
+        found.append(("netplan", netplan[0]))
+    nm = managers.get("nm_connection")
+    if nm and not (netplan and nm.startswith("netplan-")):
+        found.append(("NetworkManager", "connection %s" % nm))
+    networkd = managers.get("networkd_file")
+    if networkd and not (netplan and "netplan" in networkd):
+        found.append(("systemd-networkd", networkd))
+    ifupdown = managers.get("ifupdown")
+    if ifupdown:
+        found.append(("ifupdown", ifupdown[0]))
+    return found
+
+
 def render_netplan(ifname, mtu):
     """A netplan file that merges `mtu` into the interface's definition (netplan merges by id)."""
     return (

@@ -60,8 +60,9 @@ def _path_state(path):
 def _managers(host, runner, manager):
     roots, tools, ifname = host["roots"], host["tools"], host["ifname"]
     etc = roots["etc"]
-    managers = {"netplan_files": [p for p in sorted(glob.glob(os.path.join(etc, "netplan", "*.yaml")))
-                                  if "/60-gpufabric-" not in p],
+    netplan_files = [p for p in sorted(glob.glob(os.path.join(etc, "netplan", "*.yaml"))) if "/60-gpufabric-" not in p]
+    managers = {"netplan_files": netplan_files,
+                "netplan_mentions": [p for p in netplan_files if netconf.netplan_mentions(read_text(p) or "", ifname)],
                 "nm_connection": None, "nm_mtu": None, "networkd_file": None, "ifupdown": None}
     if manager in ("auto", "networkmanager") and tools["nmcli"]:
         result = _probe(runner, [tools["nmcli"], "-g", "GENERAL.CONNECTION", "device", "show", ifname])

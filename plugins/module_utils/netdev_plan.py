@@ -168,6 +168,11 @@ def plan_mtu(plan, host, mtu, persist=True, manager="auto"):
     managers, files = host.get("managers") or {}, host.get("files") or {}
     ifupdown = managers.get("ifupdown")
     if manager == "auto":
+        claimed = netconf.claims(managers)
+        if len(claimed) > 1:
+            raise PlanError("%s is claimed by %s: the MTU would be persisted in one and overridden by the other; "
+                            "remove it from all but one, or choose with manager=<name>"
+                            % (ifname, " and ".join("%s (%s)" % c for c in claimed)))
         manager = netconf.pick_manager(managers.get("netplan_files"), managers.get("nm_connection"),
                                        managers.get("networkd_file"), ifupdown)
     plan.mtu["manager"] = manager

@@ -241,23 +241,38 @@ def main():
     changed = False
     diffs = []
     applied = []
-    for description, step in plan.steps:
-        changed = True
-        applied.append(description)
-        if not module.check_mode:
-            _apply(module, runner, step)
     if plan.mtu and plan.mtu["before"] != plan.mtu["after"]:
         diffs.append(dict(before="mtu %s\n" % plan.mtu["before"], after="mtu %s\n" % plan.mtu["after"],
                           before_header="%s (runtime)" % ifname, after_header="%s (runtime)" % ifname))
+    # Configuration first, checked by its manager where it can check (netplan generate), and put back
+    # as it was when the manager rejects it; only then the runtime steps: nothing is half-applied.
+    written = []
     for path, before, after, mode in plan.files:
         if before != after:
             changed = True
             applied.append("%s: mtu %d" % (path, plan.mtu["after"]))
             diffs.append(dict(before=before or "", after=after, before_header=path, after_header=path))
             if not module.check_mode:
+                written.append((path, before))
                 write_atomic(module, path, after, make_dirs=True)
                 if mode is not None:
                     os.chmod(path, mode)
+    netplan = runner.which("netplan") if written and plan.mtu and plan.mtu.get("manager") == "netplan" else None
+    if netplan:
+        result = runner.run([netplan, "generate"])
+        if not result.ok:
+            for path, before in written:
+                if before is None:
+                    os.remove(path)
+                else:
+                    write_atomic(module, path, before)
+            module.fail_json(msg="netplan rejected the configuration for %s (netplan generate: %s); the previous "
+                                 "configuration is back in place and nothing else was changed" % (ifname, result.describe()))
+    for description, step in plan.steps:
+        changed = True
+        applied.append(description)
+        if not module.check_mode:
+            _apply(module, runner, step)
     result = dict(changed=changed, name=ifname, applied=applied, not_applied=plan.skipped, boot_steps=plan.boot)
     if plan.mtu:
         result["mtu"] = plan.mtu

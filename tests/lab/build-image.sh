@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Build the lab/Molecule image: Debian bookworm with python3 and systemd as PID 1.
+# Build the lab/Molecule image: Debian (bookworm, or GPUFABRIC_DEBIAN_SUITE) with python3 and systemd as PID 1.
 # There is no image registry here, so the root filesystem is made with debootstrap and
 # turned into an image with `docker import`. Does nothing when the image already exists.
 #
 # Environment:
-#   GPUFABRIC_LAB_IMAGE   image name (default gpufabric/bookworm-systemd:2)
+#   GPUFABRIC_DEBIAN_SUITE   bullseye, bookworm (default) or trixie
+#   GPUFABRIC_LAB_IMAGE   image name (default gpufabric/<suite>-systemd:2)
 #   GPUFABRIC_DEBIAN_MIRROR  Debian mirror URL (default: the first Debian URI this host's apt uses)
 #   GPUFABRIC_FORCE_BUILD=1  rebuild even when the image exists
 set -euo pipefail
 
-image="${GPUFABRIC_LAB_IMAGE:-gpufabric/bookworm-systemd:2}"
-suite=bookworm
+suite="${GPUFABRIC_DEBIAN_SUITE:-bookworm}"
+case $suite in bullseye|bookworm|trixie) ;; *) echo "GPUFABRIC_DEBIAN_SUITE must be bullseye, bookworm or trixie, got '$suite'" >&2; exit 2 ;; esac
+image="${GPUFABRIC_LAB_IMAGE:-gpufabric/$suite-systemd:2}"
 # Packages the roles and tests expect in every lab node; python3-apt lets ansible's apt module
 # work without installing it on first use, iproute2/procps for testinfra checks.
 include="python3,python3-apt,sudo,systemd,systemd-sysv,dbus,iproute2,procps,ca-certificates,kmod,pciutils"

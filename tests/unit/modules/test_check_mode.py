@@ -91,7 +91,7 @@ def test_rdma_netdev_sets_and_writes_nothing_in_check_mode(node):
     existed = os.path.exists(rules)
     result = run_module(rdma_netdev, {"name": "eth0", "mtu": 9000, "pfc_priorities": [3], "trust": "dscp",
                                       "sysfs_root": str(sysfs)}, check_mode=True, diff=True)
-    assert result["changed"] is True and result["applied"][0] == "mtu 1500 -> 9000"
+    assert result["changed"] is True and "mtu 1500 -> 9000" in result["applied"]
     assert result["mtu"]["manager"] in ("udev", "ifupdown", "netplan", "networkd", "networkmanager")
     assert any(d.get("after_header", "").endswith("(runtime)") for d in result["diff"])
     logged = node.calls()

@@ -220,3 +220,29 @@ def test_plan_all_runs_the_planners_the_options_ask_for():
     params = {"mtu": 9000, "persist": False, "manager": "auto", "trust": "dscp", "rdma_device": None, "rdma_port": 1}
     plan = netdev_plan.plan_all(host(), params, netdev_plan.check_inputs(params))
     assert [s[0] for s in plan.steps] == ["mtu 1500 -> 9000", "mlnx_qos on ens1f0np0"]
+
+
+def test_an_interface_claimed_by_two_managers_is_refused_before_any_change():
+    both = host(managers={"nm_connection": "Wired connection 1", "ifupdown": ["/e/network/interfaces", "iface ens1f0np0 inet dhcp\n"]})
+    with pytest.raises(PlanError, match=r"ens1f0np0 is claimed by NetworkManager \(connection Wired connection 1\) and "
+                                        r"ifupdown \(/e/network/interfaces\)"):
+        netdev_plan.plan_mtu(Plan(), both, 9000)
+    # Naming the manager takes that one.
+    plan = Plan()
+    netdev_plan.plan_mtu(plan, both, 9000, manager="ifupdown")
+    assert plan.mtu["persisted_in"] == "/e/network/interfaces"
+
+
+def test_netplan_and_its_own_renderings_are_one_claim():
+    rendered = host(managers={"netplan_files": ["/e/netplan/50-cloud-init.yaml"], "netplan_mentions": ["/e/netplan/50-cloud-init.yaml"],
+                              "networkd_file": "/run/systemd/network/10-netplan-ens1f0np0.network"})
+    plan = Plan()
+    netdev_plan.plan_mtu(plan, rendered, 9000)
+    assert plan.mtu["manager"] == "netplan"
+
+
+def test_netplan_mentions_reads_the_interface_key():
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import netconf
+    text = "network:\n  version: 2\n  ethernets:\n    ens1f0np0:\n      dhcp4: true\n    eth0:  # uplink\n      dhcp4: true\n"
+    assert netconf.netplan_mentions(text, "ens1f0np0") and netconf.netplan_mentions(text, "eth0")
+    assert not netconf.netplan_mentions(text, "ens1f0") and not netconf.netplan_mentions("", "eth0")
