@@ -48,4 +48,4 @@ def test_the_search_names_the_slow_host(tmp_path):
     assert "FAILED: 4 hosts" in report and "slow host h3" in report
     assert "slow host h4" not in report and "bad link" not in report
     assert "## Search tree" in report and "h3 against a known-good host" in report
-    assert groups[:2] == ["h1:1,h2:1", "h3:1,h4:1"]  # the first round: two groups at once
+    assert sorted(groups[:2]) == ["h1:1,h2:1", "h3:1,h4:1"]  # the first round: two groups at once
