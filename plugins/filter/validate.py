@@ -250,7 +250,7 @@ def burnin_search_start(hosts, expected=None, tolerance=0.15, topology=None):
     """A new search state over the hosts (burnin_search.start)."""
     expect("burnin_search_start", hosts, (list, tuple), "a list of hosts")
     return search_planner.start([str(h) for h in hosts], number_or_none("burnin_search_start", "expected", expected),
-                               float(tolerance), dict(topology) if topology else None)
+                                float(tolerance), dict(topology) if topology else None)
 
 
 def burnin_search_next(state):

@@ -38,8 +38,6 @@ def rounds(hosts):
     return schedule
 
 
-
-
 def rank(results, tolerance=0.1):
     """Pair bandwidths -> hosts and links ranked, with the outliers named.
 

@@ -30,8 +30,6 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import medi
 FIRST_GROUPS = 16
 
 
-
-
 def _chunks(hosts, count):
     """hosts cut into ``count`` groups of near-equal size (each at least 2 hosts)."""
     count = max(1, min(count, len(hosts) // 2))
@@ -59,11 +57,11 @@ def start(hosts, expected=None, tolerance=0.15, topology=None, first_groups=FIRS
         leaves = {}
         for host in hosts:
             leaves.setdefault(str(topology.get(host, "")), []).append(host)
-        within = [members for _, members in sorted(leaves.items()) if len(members) >= 2]
+        within = [members for members in (leaves[leaf] for leaf in sorted(leaves)) if len(members) >= 2]
         rails = []
         columns = max(len(m) for m in leaves.values())
         for index in range(columns):
-            rail = [members[index] for _, members in sorted(leaves.items()) if index < len(members)]
+            rail = [members[index] for members in (leaves[leaf] for leaf in sorted(leaves)) if index < len(members)]
             if len(rail) >= 2:
                 rails.append(rail)
         firsts = [("within %s" % leaf, members) for leaf, members in sorted(leaves.items()) if len(members) >= 2]

@@ -92,6 +92,11 @@ def judge(result, min_images_per_s_per_gpu=None, min_efficiency=None, single_gpu
     return failures
 
 
+def _shown(value, spec, missing):
+    """value formatted with spec, or missing when there is none."""
+    return spec % value if value else missing
+
+
 def report(runs, min_images_per_s_per_gpu=None, min_efficiency=None, baseline=None):
     """runs: [{world_size, round, stdout, rc}] of the local mode (1 GPU and N GPUs, interleaved) ->
     {rows, single, many, world_size, efficiency, failures, markdown}. Medians over the rounds."""
@@ -113,15 +118,15 @@ def report(runs, min_images_per_s_per_gpu=None, min_efficiency=None, baseline=No
     summary = {"world_size": world, "images_per_s": many, "per_gpu": many / world if many and world else None}
     if min_images_per_s_per_gpu is not None and (summary["per_gpu"] is None or summary["per_gpu"] < min_images_per_s_per_gpu):
         failures.append("%s images/s per GPU on %s GPU(s), expected at least %s" % (
-            "%.1f" % summary["per_gpu"] if summary["per_gpu"] else "no", world, min_images_per_s_per_gpu))
+            _shown(summary["per_gpu"], "%.1f", "no"), world, min_images_per_s_per_gpu))
     if min_efficiency is not None and world and world > 1 and (eff is None or eff < min_efficiency):
-        failures.append("scaling efficiency %s on %d GPUs, expected at least %s" % ("%.3f" % eff if eff else "unknown", world, min_efficiency))
+        failures.append("scaling efficiency %s on %s GPUs, expected at least %s" % (_shown(eff, "%.3f", "unknown"), world, min_efficiency))
     lines = ["# DDP benchmark", "", "| GPUs | round | images/s | per GPU | all_reduce busbw (GB/s) |", "| ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
         lines.append("| %d | %s | %.1f | %.1f | %s |" % (row["world_size"], row["round"], row["images_per_s"], row["per_gpu"] or 0,
-                                                     "%.1f" % row["allreduce_busbw_gbps"] if row["allreduce_busbw_gbps"] else "-"))
+                                                         _shown(row["allreduce_busbw_gbps"], "%.1f", "-")))
     lines += ["", "Median images/s: 1 GPU %s, %s GPUs %s; scaling efficiency (N GPUs over N x 1 GPU): %s." % (
-        "%.1f" % single if single else "-", world or "-", "%.1f" % many if many else "-", "%.3f" % eff if eff else "-")]
+        _shown(single, "%.1f", "-"), world or "-", _shown(many, "%.1f", "-"), _shown(eff, "%.3f", "-"))]
     if baseline:
         lines.append(baseline)
     lines += ["", "PASSED" if not failures else "FAILED: " + "; ".join(failures)]

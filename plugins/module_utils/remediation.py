@@ -183,7 +183,6 @@ def decide(node, findings, rules, state, view=None, limits=None, now=0):
 # --- Slurm ---------------------------------------------------------------------------------
 
 
-
 _REASON_STAMPED = re.compile(r"(?:^|\s)Reason=(.*?) \[([^@\]\s]{0,64})@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\]")
 _REASON_BARE = re.compile(r"(?:^|\s)Reason=(.*?)(?=\s+[A-Z][A-Za-z]{1,40}=|$)")
 

@@ -339,7 +339,7 @@ def slurm_conf_settings(text):
         key, value = line.split("=", 1)
         key = key.strip()
         if not re.match(r"^[A-Za-z][A-Za-z0-9]{0,63}$", key) or key.lower() in ("nodename", "partitionname",
-                                                                               "nodeset", "frontendname", "downnodes"):
+                                                                                "nodeset", "frontendname", "downnodes"):
             continue
         settings[key.lower()] = (key, value.strip())
     return settings

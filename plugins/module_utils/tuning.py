@@ -70,8 +70,6 @@ def check_candidates(items):
     return items
 
 
-
-
 def busbw_by_size(result):
     """{size: out-of-place busbw} of one parsed nccl-tests result."""
     table = {}
@@ -247,8 +245,8 @@ def markdown(result):
                  size_label(result["rules"]["window"][0]), size_label(result["rules"]["window"][1]),
                  result["rules"]["max_loss"] * 100, size_label(result["rules"]["guard_from"])), "",
              "## Search (%d runs, %s s%s)" % (result["search"]["runs"], result["search"]["elapsed_s"],
-                                             ", %d skipped by the time budget" % result["search"]["skipped"]
-                                             if result["search"]["skipped"] else ""), "",
+                                              ", %d skipped by the time budget" % result["search"]["skipped"]
+                                              if result["search"]["skipped"] else ""), "",
              "| collective | candidate | gain | spread | worst | kept | why |", "| --- | --- | ---: | ---: | ---: | --- | --- |"]
     for collective, by_candidate in sorted(result["decisions"].items()):
         for name, n in sorted(by_candidate.items()):
@@ -269,7 +267,7 @@ def markdown(result):
                     "yes" if f["kept"] else "no: " + f["why"]))
         lines.append("")
     lines.append("Environment to use: %s" % (" ".join("%s=%s" % kv for kv in sorted(result["env"].items()))
-                                            or "NCCL's defaults (no setting beat them)"))
+                                             or "NCCL's defaults (no setting beat them)"))
     return "\n".join(lines) + "\n"
 
 

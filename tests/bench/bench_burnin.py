@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """make bench: the burn-in search strategy against its target, and rounds against N for both strategies.
 
 Target: 3 % noise, slow hosts at 0.6 of normal, N = 4096: up to 3 slow hosts found with no false positive
@@ -34,7 +33,7 @@ def target(hosts=4096, seeds=100):
         passed = found >= 99 and clean >= 99 and worst <= limit
         ok = ok and passed
         print("%2d  %10d  %10d  %10d  %.0f  %s  (%.1f s)" % (slow, found, clean, worst, limit,
-                                                           "PASS" if passed else "FAIL", time.time() - started))
+                                                             "PASS" if passed else "FAIL", time.time() - started))
     return ok
 
 

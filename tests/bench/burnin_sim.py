@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Burn-in strategies on a model fabric, driving the same planning code as the burnin role.
 
     python tests/bench/burnin_sim.py --hosts 4096 --slow 3 --bad-links 0 --noise 0.03 --seed 1 --strategy search
@@ -11,7 +10,6 @@ strategy, hosts, rounds, runs, found_slow_hosts, found_bad_links, false_slow_hos
 """
 
 import argparse
-import itertools
 import json
 import os
 import random
@@ -100,12 +98,12 @@ def sweep(args):
                 continue
             result = simulate(argparse.Namespace(**dict(vars(args), hosts=n, strategy=strategy)))
             print("%6d  %-8s  %7d  %7d  %d/%d" % (n, strategy, result["rounds"], result["runs"],
-                                                 result["found_slow_hosts"], result["false_slow_hosts"]))
+                                                  result["found_slow_hosts"], result["false_slow_hosts"]))
         n *= 2
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, default=64)
     parser.add_argument("--slow", type=int, default=1)
     parser.add_argument("--bad-links", type=int, default=0)

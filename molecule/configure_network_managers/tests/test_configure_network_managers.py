@@ -31,7 +31,7 @@ def mtu(host):
 
 
 def settle(host, want=9000, seconds=30):
-    for _ in range(seconds):
+    for attempt in range(seconds):
         if host.file("/sys/class/net/gfab0").exists and mtu(host) == want:
             return True
         time.sleep(1)
@@ -70,7 +70,7 @@ def test_restarting_the_manager_keeps_9000(host):
 def test_restarting_the_container_keeps_9000(host):
     subprocess.run(["docker", "restart", name(host)], check=True, capture_output=True, timeout=120)
     fresh = testinfra.get_host("docker://" + name(host))
-    for _ in range(60):
+    for attempt in range(60):
         if fresh.run("systemctl is-system-running --wait").rc in (0, 1):
             break
         time.sleep(1)

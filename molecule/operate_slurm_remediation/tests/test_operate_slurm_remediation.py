@@ -50,7 +50,7 @@ def show(host, name):
 
 def resume(host, name):
     host.run("scontrol update NodeName=%s State=RESUME", name)
-    for _ in range(30):
+    for attempt in range(30):
         if "DRAIN" not in show(host, name)[0]:
             return
         time.sleep(1)
@@ -90,7 +90,7 @@ def test_a_fault_drains_the_node_with_our_reason_and_jobs_go_to_the_healthy_node
     assert reason == "gpufabric: gpu_xid gpufabric-ops-node1/GPU 0000:18:00"
     # A job submitted meanwhile runs on the healthy node.
     job = host.check_output("sbatch --parsable -N1 --wrap hostname -o /tmp/ops-%j.out")
-    for _ in range(60):
+    for attempt in range(60):
         record = host.check_output("scontrol show job -o %s", job)
         if "JobState=COMPLETED" in record:
             break
@@ -122,7 +122,7 @@ def test_the_prolog_gate_refuses_a_job_on_a_faulty_node(host):
     gate = node_host(NODES[0]).run("/usr/local/sbin/gpufabric-prolog")
     assert gate.rc == 1 and "refusing the job: gpufabric: gpu_xid" in gate.stderr
     job = host.check_output("sbatch --parsable -N1 -w %s --wrap hostname -o /tmp/gate-%%j.out", NODES[0])
-    for _ in range(60):
+    for attempt in range(60):
         state, reason = show(host, NODES[0])
         if "DRAIN" in state:
             break

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -87,12 +86,12 @@ def main(argv=None):
         loss.backward()
         optimizer.step()
 
-    for _ in range(args.warmup_iterations):
+    for iteration in range(args.warmup_iterations):
         step()
     torch.cuda.synchronize()
     dist.barrier()
     started = time.perf_counter()
-    for _ in range(args.measured_iterations):
+    for iteration in range(args.measured_iterations):
         step()
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - started
@@ -108,11 +107,11 @@ def main(argv=None):
 
     if args.allreduce_bytes and world > 1:
         tensor = torch.ones(args.allreduce_bytes // 4, device=device, dtype=torch.float32)
-        for _ in range(5):
+        for iteration in range(5):
             dist.all_reduce(tensor)
         torch.cuda.synchronize()
         started = time.perf_counter()
-        for _ in range(args.allreduce_iterations):
+        for iteration in range(args.allreduce_iterations):
             dist.all_reduce(tensor)
         torch.cuda.synchronize()
         seconds = (time.perf_counter() - started) / args.allreduce_iterations

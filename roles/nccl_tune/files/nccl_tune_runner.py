@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Runs the nccl_tune role's measurements on a node: NCCL's defaults and each candidate setting,
 interleaved (default, candidate, default, candidate, ...), repeated, per collective, within a time
 budget. Every run is one nccl-tests process with a timeout (its process group is killed when it runs

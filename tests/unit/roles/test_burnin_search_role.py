@@ -26,7 +26,7 @@ esac
 """
 
 
-def run(tmp_path, slow):
+def run(tmp_path, slow, *extra):
     mpirun = tmp_path / "mpirun"
     mpirun.write_text(MPIRUN)
     mpirun.chmod(0o755)
@@ -38,7 +38,8 @@ def run(tmp_path, slow):
     proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.json"), "gpufabric.rdma.burnin",
                            "-e", "ansible_become=false", "-e", "burnin_strategy=search", "-e", "burnin_gpus_per_node=1",
                            "-e", "burnin_mpirun=%s" % mpirun, "-e", "burnin_report_dir=%s" % (tmp_path / "report"),
-                           "-e", "burnin_fail=false", "-e", "burnin_search_max_rounds=8"], capture_output=True, text=True, env=env, check=False, timeout=600)
+                           "-e", "burnin_fail=false", "-e", "burnin_search_max_rounds=8", *extra],
+                          capture_output=True, text=True, env=env, check=False, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return (tmp_path / "report" / "burnin.md").read_text(), (tmp_path / "groups.log").read_text().splitlines()
 
@@ -49,3 +50,12 @@ def test_the_search_names_the_slow_host(tmp_path):
     assert "slow host h4" not in report and "bad link" not in report
     assert "## Search tree" in report and "h3 against a known-good host" in report
     assert sorted(groups[:2]) == ["h1:1,h2:1", "h3:1,h4:1"]  # the first round: two groups at once
+
+
+def test_replayed_figures_are_labelled_on_the_verdict_line(tmp_path):
+    # The lab's stand-ins print a capture: the verdict line itself must say so (and keep its own text).
+    report = run(tmp_path, "none", "-e", json.dumps({"burnin_replayed_from": "the capture a\\b.txt"}))[0]
+    verdict = [line for line in report.splitlines() if line.startswith(("PASSED", "FAILED"))]
+    assert len(verdict) == 1, report
+    assert verdict[0].startswith("PASSED: 4 hosts, ")
+    assert verdict[0].endswith(" [figures REPLAYED from the capture a\\b.txt, not measured]"), verdict[0]

@@ -31,7 +31,7 @@ def cluster(tmp_path):
     portfile = tmp_path / "port"
     server = subprocess.Popen([sys.executable, SERVER, str(tmp_path / "nodes.json"), str(tmp_path / "requests.jsonl"),
                                str(portfile)])
-    for _ in range(100):
+    for attempt in range(100):
         if portfile.exists() and portfile.read_text():
             break
         time.sleep(0.05)

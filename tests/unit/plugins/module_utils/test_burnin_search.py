@@ -35,7 +35,7 @@ def test_a_healthy_cluster_passes_in_two_rounds():
 
 
 def test_a_slow_host_is_narrowed_down_and_told_from_its_partner():
-    state, _ = run(HOSTS, slow=["n05"])
+    state = run(HOSTS, slow=["n05"])[0]
     found = s.summary(state)
     assert found["slow_hosts"] == ["n05"] and found["bad_links"] == []
     assert any("n05 against a known-good host" in line and "below" in line for line in found["tree_lines"])
@@ -49,7 +49,7 @@ def test_a_bad_link_between_two_groups_is_found_by_crossing_halves():
 
 
 def test_a_bad_link_inside_a_first_group_is_told_from_a_slow_host():
-    state, _ = run(HOSTS, bad=[("n04", "n05")])
+    state = run(HOSTS, bad=[("n04", "n05")])[0]
     assert s.summary(state)["bad_links"] == [["n04", "n05"]] and s.summary(state)["slow_hosts"] == []
 
 

@@ -5,7 +5,6 @@ one port's sysfs counters, so the series are built from the counter names and re
 kernel ABI (Documentation/ABI/stable/sysfs-class-infiniband); the thresholds are NVSentinel's
 (docs/nic-health-monitor/link-counter-detection.md) and the IBTA's, as rates.py says.
 """
-import os
 
 import pytest
 

@@ -90,7 +90,8 @@ def test_the_confirmation_decides_the_environment():
                     size, size // 4, value * f, value * f, value * f, value * f)
                     for size, f in ((MIB, 0.2), (16 * MIB, 0.6), (256 * MIB, 0.9), (1024 * MIB, 1.0)))
                 text = "# nThread 1 nGpus 2 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20\n" \
-                       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" + rows + "\n# Avg bus bandwidth    : 1\n"
+                       "#       size         count      type   redop    root     time   algbw   busbw #wrong" \
+                       "     time   algbw   busbw #wrong\n" + rows + "\n# Avg bus bandwidth    : 1\n"
                 out.append({"collective": collective, "candidate": name, "repeat": 0, "rc": 0, "stdout": text, "env": env})
         return out
     search = {"runs": runs("default", {}, [300, 301]) + runs("NCCL_X=1", {"NCCL_X": "1"}, [330, 331])}
