@@ -8,12 +8,9 @@
 #
 # Needs vendor-src/nccl-tests (current) and vendor-src/nccl-tests-old (526eaca); neither is committed.
 set -uo pipefail
-out=${1:?usage: $0 OUT_DIR}
-mkdir -p "$out"
 cd "$(dirname "$0")/../.."
 . tests/device/common.sh
-setup_nccl_home
-find_build_homes
+start_capture "${1:-}"
 gencode="-gencode=arch=compute_90,code=sm_90"
 mpirun --version | head -n1
 make -s -C vendor-src/nccl-tests -j"$(nproc)" CUDA_HOME="$cuda_home" NCCL_HOME=/tmp/nccl MPI=1 MPI_HOME="$mpi_home" \

@@ -5,12 +5,9 @@
 #
 # Needs vendor-src/nccl-tests (not committed). Builds it with MPI=1 when mpirun is found.
 set -uo pipefail
-out=${1:?usage: $0 OUT_DIR}
-mkdir -p "$out"
 cd "$(dirname "$0")/../.."
 . tests/device/common.sh
-setup_nccl_home
-find_build_homes
+start_capture "${1:-}"
 mpi_args=()
 if [[ -n $mpi_home ]]; then
   mpi_args=(MPI=1 "MPI_HOME=$mpi_home")

@@ -41,6 +41,15 @@ find_build_homes() {
   fi
 }
 
+# A capture script's start: its output folder (the global out, from the script's first argument), the pip
+# NCCL as a home, the CUDA and MPI prefixes for building nccl-tests.
+start_capture() {
+  out=${1:?usage: $0 OUT_DIR}
+  mkdir -p "$out"
+  setup_nccl_home
+  find_build_homes
+}
+
 # Everything a playbook run on the GPU machine needs: ansible-core from the wheels, the pip NCCL as a
 # home, a fresh nccl-tests source.
 prepare_playbook_run() {
