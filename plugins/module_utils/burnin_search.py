@@ -57,11 +57,12 @@ def start(hosts, expected=None, tolerance=0.15, topology=None, first_groups=FIRS
         leaves = {}
         for host in hosts:
             leaves.setdefault(str(topology.get(host, "")), []).append(host)
-        within = [members for members in (leaves[leaf] for leaf in sorted(leaves)) if len(members) >= 2]
+        ordered = [leaves[leaf] for leaf in sorted(leaves)]
+        within = [members for members in ordered if len(members) >= 2]
         rails = []
-        columns = max(len(m) for m in leaves.values())
+        columns = max(len(m) for m in ordered)
         for index in range(columns):
-            rail = [members[index] for members in (leaves[leaf] for leaf in sorted(leaves)) if index < len(members)]
+            rail = [members[index] for members in ordered if index < len(members)]
             if len(rail) >= 2:
                 rails.append(rail)
         firsts = [("within %s" % leaf, members) for leaf, members in sorted(leaves.items()) if len(members) >= 2]
