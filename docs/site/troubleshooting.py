@@ -6,8 +6,9 @@ Three kinds of failure are collected from the source, so the page cannot miss on
 - the fail and assert tasks of the roles and playbooks, with the message they print;
 - the messages modules end with (fail_json(msg=...) in plugins/modules/*.py).
 docs/site/troubleshooting.yml explains each finding and each role failure (what it means, what
-to do). A failure without an explanation, or an explanation of a failure that no longer exists,
-is an error: `make docs` and the unit test stop on it.
+to do), and every message of the modules it has a `modules` entry for (keyed by the message as
+collected, `%s` and all). A failure without an explanation, or an explanation of a failure that no
+longer exists, is an error: `make docs` and the unit test stop on it.
 
   python docs/site/troubleshooting.py            write docs/troubleshooting.md
   python docs/site/troubleshooting.py --check    exit 1 if the page is missing, stale or incomplete
@@ -137,7 +138,9 @@ def _load_explanations():
         return yaml.safe_load(handle)
 
 
-def problems(explained, checks, failures):
+def problems(explained, checks, failures, modules=None):
+    """Sentences naming each finding, failure or message of an explained module without an
+    explanation, and each explanation nothing prints any more."""
     out = []
     for check in sorted(set(checks) - set(explained["findings"])):
         out.append("finding %s (%s) has no explanation in %s" % (check, ", ".join(sorted(checks[check]["sources"])), _rel(EXPLANATIONS)))
@@ -147,6 +150,14 @@ def problems(explained, checks, failures):
         out.append("failure '%s' (%s) has no explanation in %s" % (key, failures[key]["source"], _rel(EXPLANATIONS)))
     for key in sorted(set(explained["failures"]) - set(failures)):
         out.append("%s explains failure '%s', which no task prints any more" % (_rel(EXPLANATIONS), key))
+    for name, messages in sorted((explained.get("modules") or {}).items()) if modules is not None else []:
+        collected = modules.get(name, [])
+        for message in collected:
+            if message not in messages:
+                out.append("module %s message %r has no explanation in %s" % (name, message, _rel(EXPLANATIONS)))
+        for message in sorted(set(messages) - set(collected)):
+            out.append("%s explains module %s message %r, which the module no longer prints"
+                       % (_rel(EXPLANATIONS), name, message))
     return out
 
 
@@ -156,6 +167,7 @@ def _anchor(text):
 
 
 def render(explained, checks, failures, modules):
+    explained_modules = explained.get("modules") or {}
     lines = [
         "# Troubleshooting",
         "",
@@ -201,19 +213,26 @@ def render(explained, checks, failures, modules):
                   "**Why.** " + entry["cause"].strip(), "", "**What to do.** " + entry["fix"].strip(), "",
                   "Task in `%s`." % failures[key]["source"], ""]
     lines += ["## Module errors", "",
-              "Modules end with these messages (`<...>` is the value at fault); each names the bad input or",
-              "the command that failed.", ""]
+              "Modules end with these messages (`%s`, `%d`, `%r` or `<...>` is the value at fault); each names the",
+              "bad input or the command that failed. Where a module's messages are explained, why and what to do",
+              "follow each.", ""]
     for name in sorted(modules):
         lines += ["### gpufabric.rdma.%s" % name, ""]
-        lines += ["- `%s`" % message.replace("`", "'") for message in modules[name]]
-        lines.append("")
+        for message in modules[name]:
+            lines.append("- `%s`" % message.replace("`", "'"))
+            entry = explained_modules.get(name, {}).get(message)
+            if entry:
+                lines += ["", "  **Why.** " + " ".join(entry["cause"].split()), "",
+                          "  **What to do.** " + " ".join(entry["fix"].split()), ""]
+        if lines[-1]:
+            lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main(argv):
     explained = _load_explanations()
     checks, failures, modules = findings(), role_failures(), module_failures()
-    errors = problems(explained, checks, failures)
+    errors = problems(explained, checks, failures, modules)
     if errors:
         sys.stderr.write("\n".join(errors) + "\n")
         return 1

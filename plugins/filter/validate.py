@@ -7,9 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
 import copy
-import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin_search as search_planner
 
@@ -165,23 +163,6 @@ def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=Fa
     return {"runs": out, "record": merged}
 
 
-def slurm_conf_conflicts(slurped, wanted):
-    """slurp results of slurm.conf (registered in a loop over hosts) -> programs set there that are not ours."""
-    expect_list_of_mappings("slurm_conf_conflicts", slurped, "the results of slurping slurm.conf in a loop")
-    expect("slurm_conf_conflicts", wanted, (Mapping,), "a mapping of the slurm.conf settings to write")
-    confs = []
-    for result in slurped:
-        if result.get("failed") or "content" not in result:
-            raise ValueError("slurm.conf could not be read on %s: %s" % (result.get("item"), result.get("msg", "no content")))
-        try:
-            content = base64.b64decode(result["content"]).decode("utf-8", "replace")
-        except (TypeError, ValueError) as exc:
-            raise ValueError("slurm.conf of %s is not base64 as slurp returns it: %s" % (result.get("item"), exc))
-        confs.append((str(result.get("item")), content))
-    prefixes = set(os.path.dirname(str(v)) + "/gpufabric-" for k, v in wanted.items() if k in ("HealthCheckProgram", "Prolog"))
-    return [p for prefix in sorted(prefixes) or ["/gpufabric-"] for p in slurm.conf_conflicts(confs, wanted, prefix)]
-
-
 def slurm_jobs_report(finished):
     return slurm.jobs_report(expect_list_of_mappings("slurm_jobs_report", finished, "a list of finished jobs"))
 
@@ -326,7 +307,7 @@ class FilterModule(object):
             "nccl_tests_summary": nccl_tests_summary, "bandwidth_svg": bandwidth_svg,
             "mpirun_env_args": mpirun_env_args, "pair_hosts": pair_hosts, "perftest_judge": perftest_judge,
             "perftest_summary": perftest_summary, "slurm_job_runs": slurm_job_runs,
-            "slurm_conf_conflicts": slurm_conf_conflicts, "baseline_notes": baseline_notes,
+            "baseline_notes": baseline_notes,
             "burnin_search": burnin_search,
             "slurm_job_errors": slurm_job_errors, "burnin_report": burnin_report, "slurm_hostlist": slurm_hostlist,
             "slurm_jobs_report": slurm_jobs_report, "burnin_rounds": burnin_rounds, "burnin_rank": burnin_rank,

@@ -50,3 +50,20 @@ def test_the_page_shows_fix_hints_and_the_xid_catalog():
     assert "| 79 | critical | GPU has fallen off the bus |" in page
     assert "### rdma_drivers: Fail without RDMA devices" in page
     assert "[`gpu_count`](#gpu_count)" in page and "\n### gpu_count\n" in page
+
+
+def test_every_message_of_an_explained_module_is_explained():
+    explained, modules = troubleshooting._load_explanations(), troubleshooting.module_failures()
+    assert set(explained["modules"]["slurm_conf_settings"]) == set(modules["slurm_conf_settings"])
+    broken = copy.deepcopy(explained)
+    message = modules["slurm_conf_settings"][0]
+    del broken["modules"]["slurm_conf_settings"][message]
+    broken["modules"]["slurm_conf_settings"]["a message no module prints"] = {"cause": "c", "fix": "f"}
+    errors = [e for e in troubleshooting.problems(broken, troubleshooting.findings(), troubleshooting.role_failures(),
+                                                  modules) if "slurm_conf_settings" in e]
+    assert errors == [
+        "module slurm_conf_settings message %r has no explanation in docs/site/troubleshooting.yml" % message,
+        "docs/site/troubleshooting.yml explains module slurm_conf_settings message 'a message no module prints', "
+        "which the module no longer prints"]
+    page = troubleshooting.render(explained, {}, {}, {"slurm_conf_settings": [message]})
+    assert "  **Why.** " + " ".join(explained["modules"]["slurm_conf_settings"][message]["cause"].split()) in page

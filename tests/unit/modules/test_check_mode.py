@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.modules import (
-    gpu_facts, nccl_env, node_health, rdma_devices, rdma_netdev, slurm_job)
+    gpu_facts, nccl_env, node_health, rdma_devices, rdma_netdev, slurm_conf_settings, slurm_job)
 from moduletest import calls, run_module, stub_bin
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -147,3 +147,16 @@ def test_slurm_job_refuses_a_newline_in_what_it_passes_on(node):
     result = run_module(slurm_job, {"script": str(script), "sbatch_args": ["--partition=gpu\n--uid=0"]})
     assert result["failed"] and result["msg"].startswith("sbatch_args[0] contains a newline (character 16)")
     assert node.calls() == []
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_slurm_conf_settings_writes_only_outside_check_mode(node, check_mode):
+    node.tools(slurmd="fail:1:no slurmd", slurmctld="fail:1:no slurmctld", scontrol="fail:1:no scontrol")
+    conf = node.root / "slurm.conf"
+    conf.write_text("ClusterName=lab\n")
+    result = run_module(slurm_conf_settings, {"path": str(conf), "settings": {"Prolog": "/usr/local/sbin/gpufabric-prolog"},
+                                              "ours_prefix": "/usr/local/sbin/gpufabric-"}, check_mode=check_mode, diff=True)
+    assert result["changed"] is True and result["slurm_version"] is None
+    assert result["diff"][0]["after"] == "ClusterName=lab\nProlog=/usr/local/sbin/gpufabric-prolog # managed by gpufabric.rdma\n"
+    assert conf.read_text() == ("ClusterName=lab\n" if check_mode else result["diff"][0]["after"])
+    assert [tool for tool, argv in node.calls()] == ["slurmctld", "slurmd", "scontrol"]

@@ -45,6 +45,9 @@ PARSERS = {
     "slurm.parse_sacct": ("slurm.parse_sacct(t, '1')", "1|job|COMPLETED|0:0|n1|00:00:01|comp\n"),
     "slurm.duration_seconds": ("slurm.duration_seconds(t)", ""),
     "slurm.expand_hostlist": ("slurm.expand_hostlist(t.strip()[:N])", ""),
+    "slurm.parse_conf": ("slurm.parse_conf(t)", "ClusterName=c\nInclude x.conf\n"),
+    "slurm.plan_conf": ("slurm.plan_conf('/s/slurm.conf', {'/s/slurm.conf': t, '/s/x.conf': t}, {'Prolog': '/g-p'}, "
+                        "ours_prefix='/g-', base='main')", "ClusterName=c\nInclude x.conf\n"),
     "nccl.default_route_interface": ("nccl.default_route_interface(t)", "Iface\tDestination\tGateway\n"),
     "numbers.leading_number": ("numbers.leading_number(t)", ""),
     "text.launcher_lines": ("text.launcher_lines(t)", "[1,0]<stdout>:x\n"),
@@ -70,6 +73,8 @@ SHAPES = {
     "equals": "A=" * (N // 2),
     "enabled": "enabled:" + " " * N + "x",
     "ranges": "n[" + "1-2," * (N // 4) + "3]",
+    "backslashes": "A=" + "\\" * N + "#" * N,
+    "quotes": 'A="' + "a " * (N // 2),
 }
 
 RUNNER = r"""
