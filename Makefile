@@ -25,7 +25,7 @@ help:
 	@echo "make lab-destroy  remove the lab containers and network"
 	@echo "make unit | sanity | lint | yamllint | build | molecule | lab-check   one stage of make test"
 	@echo "make docs         the docs site (build/docs/html): reference from ansible-doc, guides, troubleshooting"
-	@echo "make bench        parser throughput, and the burn-in search against its target (rounds vs N)"
+	@echo "make bench        parser throughput, the burn-in search against its target (rounds vs N), the remediation planner"
 	@echo "make ee-context   the AWX execution environment's build context (ansible-builder create)"
 	@echo "make changelog    preview the next release's CHANGELOG.rst (build/changelog) from changelogs/fragments"
 
@@ -93,6 +93,7 @@ ee-context: collection
 bench: collection
 	python tests/bench/bench_parsers.py
 	python tests/bench/bench_burnin.py
+	python tests/bench/bench_remediation.py
 
 # What the next (minor) release's CHANGELOG.rst will say, from the pending fragments: a release in a
 # copy (build/changelog), so the fragments stay. Cutting a real release: docs/versioning.md.

@@ -31,7 +31,7 @@ def _kernel_log(opts, runner):
     if opts["kernel_log"]:
         text = files.read_text(opts["kernel_log"])
         if text is None:
-            raise CheckOptionError("kernel_log %s cannot be read" % opts["kernel_log"])
+            return None, "kernel_log %s cannot be read" % opts["kernel_log"]
         return text, opts["kernel_log"]
     why = []
     for command in (["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"], ["dmesg", "-T"], ["dmesg"]):
@@ -114,8 +114,13 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     runner = runner or commands.Runner(opts["command_timeout"])
     host = host or os.uname()[1]
     found = []
+    # Every source a check could not read: a report with any is incomplete, and an incomplete report
+    # never puts a node back into service (unknown is not healthy).
+    unreadable = []
 
     gpu_count, memory, clocks, smi_problem = _gpus(opts, runner)
+    if smi_problem and (smi_problem[0] != "missing" or opts["expected_gpu_count"]):
+        unreadable.append("nvidia-smi: %s" % smi_problem[1])
     found += _nvidia_smi_findings(host, smi_problem, opts["expected_gpu_count"])
     found += health.gpu_memory_findings(host, memory, opts["max_retired_pages"])
     found += rates.clock_findings(host, clocks)
@@ -124,8 +129,10 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     events = health.parse_xid_events(log_text) if log_text else []
     found += health.xid_findings(host, events, set(opts["xid_ignore"]))
     if log_text is None:
-        found.append(finding("kernel_log", "info", host, "the kernel log could not be read: %s" % log_source,
-                             "run as root, or give kernel_log"))
+        found.append(finding("kernel_log", "warning", host, "the kernel log could not be read: %s" % log_source,
+                             "run as root, or give kernel_log; until it can be read, Xid errors go unseen and a node "
+                             "drained by gpufabric stays drained"))
+        unreadable.append("kernel log: %s" % log_source)
         log_source = None
 
     devices = sysfs.read_rdma_devices(opts["sysfs_root"])
@@ -168,6 +175,7 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     found = health.sort_findings(found)
     counts = dict((s, sum(1 for f in found if f["severity"] == s)) for s in ("critical", "warning", "info"))
     return {"findings": found, "counts": counts, "healthy": counts["critical"] == 0 and counts["warning"] == 0,
+            "complete": not unreadable, "unreadable": unreadable,
             "observed": {"host": host, "gpu_count": gpu_count, "gpu_error": smi_problem[1] if smi_problem else None,
                          "rdma_devices": [d["name"] for d in devices], "netdev_mtus": mtus,
                          "peermem": peermem, "xid_events": events, "kernel_log_source": log_source,

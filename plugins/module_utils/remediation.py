@@ -1,44 +1,73 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""From findings to actions on the scheduler, as pure decisions (no command is run here).
+"""One decider per cluster: from the nodes' reports to drains and resumes, as pure decisions.
 
-A policy maps each finding (by check and severity) to an action: ``notify`` (post it, the default),
-``drain`` (take the node out of service) or ``none`` (ignore it). ``decide`` turns a node's
-findings, its scheduler state and a view of the cluster into one decision:
+Nodes detect and report; one decider per cluster (the remediator service on the Slurm controller,
+or the remediate playbook, both through ``decider.py``) reads the whole fleet from the scheduler and
+calls ``plan`` with every report it holds. ``plan`` never runs a command and never reads a clock:
+``now`` is the scheduler's clock (slurmctld's, read by ``sdiag``), and every limit is counted from the
+scheduler's own records (our drains in effect and the times slurmctld stamped on them) plus the
+decider's ledger (resumes, the findings recorded at each drain, the remediation history).
 
-- drain when a finding asks for it and the node is in service, unless the rate limit says too many
-  nodes were taken out by gpufabric recently (a fleet-wide false alarm must not empty the cluster);
-- resume when no finding asks for a drain any more and the node is drained *by us* (the reason
-  starts with ``gpufabric:``); a node an admin drained for another reason stays drained;
-- nothing otherwise, with the reason why.
+A policy maps each finding (check, severity) to ``drain``, ``notify`` (the default) or ``none``.
+Governance, in the order it is applied:
 
-The same decision drives Slurm (``scontrol update``) and Kubernetes (cordon + a
-``gpufabric.io/unhealthy=<check>:NoSchedule`` taint, undone on recovery); ``slurm_argv`` and
-``k8s_patch`` spell out the exact command and merge-patch body.
+- **shadow mode** (``mode: shadow``, the default): every decision is made, recorded and posted, and
+  nothing is done; the ledger keeps the shadow drains so the limits behave as they would for real;
+- **circuit breaker**: when more than ``circuit_breaker.max_percent`` of a partition is unhealthy
+  (drained by us, or reported a drain-worthy finding within ``circuit_breaker.window``), nothing in
+  that partition is drained or resumed; the decider keeps reporting and alerts a human;
+- **rate limit**: at most ``max_nodes`` new drains per ``interval`` and at most ``max_percent`` of a
+  partition drained by us at once (at least one node when the percentage is above 0); at most
+  ``max_resumes`` resumes per ``interval`` over the cluster;
+- **escalation**: a node drained more than ``escalation.max_remediations`` times in
+  ``escalation.days`` days is drained as ESCALATED and never resumed automatically;
+- **fail closed**: a resume needs a fresh, complete report (every source read; a report is decided
+  the moment it arrives, never from memory) in which every finding recorded at the drain has cleared,
+  whatever the policy says now; a node an admin (or anyone but gpufabric) drained is never touched.
+
+Planning is O(N log N) in the number of nodes (counters per partition, one sort of the candidates).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
+import copy
+import hashlib
+import json
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.text import clean
 
 ACTIONS = ("notify", "drain", "none")
 SEVERITIES = ("critical", "warning", "info")
+MODES = ("shadow", "enforce")
+SOURCES = ("timer", "healthcheck", "gate", "awx", "alert")
 OURS = "gpufabric:"
+ESCALATED = "ESCALATED"
 TAINT_KEY = "gpufabric.io/unhealthy"
-# Set when gpufabric cordoned the node (an epoch second): recovery uncordons only such a node, and the
-# rate limit counts them.
+# Set when gpufabric cordoned the node: recovery uncordons only such a node.
 CORDON_ANNOTATION = "gpufabric.io/cordoned-at"
+# The per-node ledger on Kubernetes (the API server holds it, so a one-shot AWX run sees it too).
+LEDGER_ANNOTATION = "gpufabric.io/remediation"
 MAX_REASON = 200
-LIMIT_DEFAULTS = {"max_nodes": 1, "max_percent": 10, "interval": 3600}
+NO_PARTITION = "(no partition)"
+LIMIT_DEFAULTS = {"max_nodes": 1, "max_percent": 10, "interval": 3600, "max_resumes": 5}
+BREAKER_DEFAULTS = {"max_percent": 50, "window": 300}
+ESCALATION_DEFAULTS = {"max_remediations": 3, "days": 7}
+# At most this many past drains and resumes are kept per node (the escalation window needs few).
+HISTORY = 20
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 _TAINT_VALUE = re.compile(r"[^A-Za-z0-9._-]")
+_POLICY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+def plain_name(name):
+    """Whether ``name`` is a plain node name (what Slurm and Kubernetes accept, nothing to smuggle)."""
+    return isinstance(name, str) and bool(_NAME.match(name))
 
 
 class PolicyError(ValueError):
@@ -72,22 +101,61 @@ def check_policy(rules):
     return checked
 
 
-def check_limits(limits):
-    """{max_nodes, max_percent, interval} over LIMIT_DEFAULTS; bad values raise PolicyError."""
-    merged = dict(LIMIT_DEFAULTS)
-    unknown = sorted(set(limits or {}) - set(LIMIT_DEFAULTS))
-    if unknown:
-        raise PolicyError("unknown rate limit key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(LIMIT_DEFAULTS))))
-    merged.update(dict((k, v) for k, v in (limits or {}).items() if v is not None))
-    for key in ("max_nodes", "interval"):
-        value = merged[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "interval" else 0):
-            raise PolicyError("rate limit %s must be a whole number%s, got %r"
-                              % (key, " of seconds above 0" if key == "interval" else " (0 drains nothing)", value))
-    value = merged["max_percent"]
+def _whole(value, key, where, minimum):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise PolicyError("%s %s must be a whole number of at least %d, got %r" % (where, key, minimum, value))
+    return value
+
+
+def _percent(value, key, where):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
-        raise PolicyError("rate limit max_percent must be a number from 0 to 100, got %r" % (value,))
+        raise PolicyError("%s %s must be a number from 0 to 100, got %r" % (where, key, value))
+    return value
+
+
+def _section(given, defaults, where):
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise PolicyError("%s must be a mapping, got %r" % (where, given))
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise PolicyError("unknown %s key(s) %s (known: %s)" % (where, ", ".join(unknown), ", ".join(sorted(defaults))))
+    merged = dict(defaults)
+    merged.update(dict((k, v) for k, v in given.items() if v is not None))
     return merged
+
+
+def check_limits(limits):
+    """{max_nodes, max_percent, interval, max_resumes} over LIMIT_DEFAULTS; bad values raise PolicyError."""
+    merged = _section(limits, LIMIT_DEFAULTS, "rate limit")
+    _whole(merged["max_nodes"], "max_nodes", "rate limit", 0)
+    _whole(merged["max_resumes"], "max_resumes", "rate limit", 0)
+    _whole(merged["interval"], "interval", "rate limit", 1)
+    _percent(merged["max_percent"], "max_percent", "rate limit")
+    return merged
+
+
+def check_breaker(breaker):
+    merged = _section(breaker, BREAKER_DEFAULTS, "circuit_breaker")
+    _percent(merged["max_percent"], "max_percent", "circuit_breaker")
+    _whole(merged["window"], "window", "circuit_breaker", 1)
+    return merged
+
+
+def check_escalation(escalation):
+    merged = _section(escalation, ESCALATION_DEFAULTS, "escalation")
+    _whole(merged["max_remediations"], "max_remediations", "escalation", 1)
+    _whole(merged["days"], "days", "escalation", 1)
+    return merged
+
+
+def policy_id(rules, name=None):
+    """The name every action records: the given name, else 'policy-' and a digest of the rules."""
+    if name:
+        return name
+    digest = hashlib.sha256(json.dumps(rules, sort_keys=True).encode("utf-8")).hexdigest()[:8]
+    return "policy-" + digest
 
 
 def action_for(found, rules):
@@ -104,19 +172,8 @@ def one_line(text, limit=MAX_REASON):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def drain_reason(findings):
-    """'gpufabric: <check> <target>' for the worst finding (and how many more there are)."""
-    if not findings:
-        return None
-    first = findings[0]
-    reason = "%s %s %s" % (OURS, first.get("check"), first.get("target"))
-    if len(findings) > 1:
-        reason += " (+%d more)" % (len(findings) - 1)
-    return one_line(reason)
-
-
-def is_ours(reason):
-    return bool(reason) and str(reason).startswith(OURS)
+def finding_key(found):
+    return "%s|%s" % (found.get("check"), found.get("target"))
 
 
 def drain_findings(findings, rules):
@@ -124,74 +181,478 @@ def drain_findings(findings, rules):
     return [f for f in findings if action_for(f, rules) == "drain"]
 
 
-def rate_limited(node, view, limits, now):
-    """None when one more drain is allowed, else why not.
+def drain_reason(findings, policy=None, via=None, escalated=None):
+    """'gpufabric: <check> <target> (+N more); policy P; via V' for the worst finding.
 
-    ``view`` is {node: {"partitions": [...], "ours_since": epoch or None}} for the nodes that share a
-    partition with ``node`` (every node when partitions are unknown): ``ours_since`` is when gpufabric
-    drained it, None when it is in service or drained by someone else.
+    An escalated drain says so first: the words a human reading `sinfo -R` must see.
     """
-    mine = set((view.get(node) or {}).get("partitions") or [])
-    peers = [name for name, entry in view.items()
-             if not mine or not entry.get("partitions") or mine & set(entry["partitions"])]
-    if node not in peers:
-        peers.append(node)
-    recent = sorted(name for name in peers if name != node and view[name].get("ours_since") is not None
-                    and now - view[name]["ours_since"] <= limits["interval"])
-    total = max(len(peers), 1)
-    if len(recent) + 1 > limits["max_nodes"]:
-        return ("rate limit: %d node(s) already drained by gpufabric in the last %d s (%s), at most %d"
-                % (len(recent), limits["interval"], ", ".join(recent[:5]) or "none", limits["max_nodes"]))
-    percent = 100.0 * (len(recent) + 1) / total
-    if percent > limits["max_percent"]:
-        return ("rate limit: draining this node takes %.0f%% of its %d node(s) out (%d drained by gpufabric in the last"
-                " %d s), at most %s%%" % (percent, total, len(recent), limits["interval"], limits["max_percent"]))
-    return None
+    if not findings:
+        return None
+    first = findings[0]
+    what = "%s %s" % (first.get("check"), first.get("target"))
+    if len(findings) > 1:
+        what += " (+%d more)" % (len(findings) - 1)
+    head = OURS + (" %s %s, a human must look:" % (ESCALATED, escalated) if escalated else "")
+    tail = "".join("; %s %s" % (k, v) for k, v in (("policy", policy), ("via", via)) if v)
+    what = one_line(what, MAX_REASON - len(head) - len(tail) - 1)
+    return one_line("%s %s%s" % (head, what, tail))
 
 
-def decide(node, findings, rules, state, view=None, limits=None, now=0):
-    """One node's decision: {action: drain|resume|none, reason, why, limited, findings}.
+def is_ours(reason):
+    return bool(reason) and str(reason).startswith(OURS)
 
-    ``state`` is the scheduler's view of the node: {"drained": bool, "reason": str or None}.
+
+def is_escalated(reason):
+    return is_ours(reason) and str(reason)[len(OURS):].lstrip().startswith(ESCALATED)
+
+
+def findings_from_reason(reason):
+    """What a drain reason of ours says about the findings behind it: (keys, complete).
+
+    The reason names only the worst finding; '(+N more)' means the rest is unknown (complete False).
     """
-    limits = limits or dict(LIMIT_DEFAULTS)
-    causes = drain_findings(findings, rules)
-    reason = drain_reason(causes)
-    keys = ["%s|%s" % (f.get("check"), f.get("target")) for f in causes]
-    drained, current = bool(state.get("drained")), state.get("reason")
-    decision = {"node": node, "action": "none", "reason": None, "why": "", "limited": False, "findings": keys}
-    if causes:
-        if drained and is_ours(current):
-            decision["why"] = "already drained by gpufabric (%s)" % current
-        elif drained:
-            decision["why"] = "already drained by someone else (%s): left as it is" % (current or "no reason")
+    text = str(reason or "")[len(OURS):].strip()
+    if text.startswith(ESCALATED):
+        text = text.split(":", 1)[1].strip() if ":" in text else ""
+    text = text.split(";", 1)[0].strip()
+    more = re.search(r" \(\+\d+ more\)$", text)
+    if more:
+        text = text[:more.start()]
+    check, _sep, target = text.partition(" ")
+    if not check:
+        return [], False
+    return ["%s|%s" % (check, target)], not more
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+CONFIG_DEFAULTS = {
+    "mode": "shadow", "policy": [], "policy_name": None, "rate_limit": {}, "circuit_breaker": {},
+    "escalation": {},
+    "slurm": {"enabled": False, "scontrol": "scontrol", "sinfo": "sinfo", "sdiag": "sdiag"},
+    "kubernetes": {"enabled": False, "kubectl": "kubectl", "kubeconfig": None},
+}
+
+
+def _one_line_path(value, where):
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or re.search(r"[\x00-\x1f\x7f]", value):
+        raise PolicyError("%s must be a one-line string, got %r" % (where, value))
+    return value
+
+
+def check_config(config):
+    """The decider's settings with defaults, or PolicyError naming the bad entry."""
+    config = config or {}
+    if not isinstance(config, dict):
+        raise PolicyError("remediation must be a mapping, got %s" % type(config).__name__)
+    unknown = sorted(set(config) - set(CONFIG_DEFAULTS))
+    if unknown:
+        hint = " (dry_run is now mode: shadow)" if "dry_run" in unknown else ""
+        raise PolicyError("remediation: unknown key(s) %s (known: %s)%s"
+                          % (", ".join(unknown), ", ".join(sorted(CONFIG_DEFAULTS)), hint))
+    merged = {"policy": check_policy(config.get("policy")), "rate_limit": check_limits(config.get("rate_limit")),
+              "circuit_breaker": check_breaker(config.get("circuit_breaker")),
+              "escalation": check_escalation(config.get("escalation"))}
+    mode = config.get("mode", "shadow")
+    if mode not in MODES:
+        raise PolicyError("remediation mode must be shadow (decide and report, act on nothing) or enforce, got %r" % (mode,))
+    merged["mode"] = mode
+    name = config.get("policy_name")
+    if name is not None and (not isinstance(name, str) or not _POLICY_NAME.match(name)):
+        raise PolicyError("remediation policy_name must be 1 to 63 of [A-Za-z0-9._-], got %r" % (name,))
+    merged["policy_name"] = policy_id(merged["policy"], name)
+    for scheduler in ("slurm", "kubernetes"):
+        given = config.get(scheduler) or {}
+        if not isinstance(given, dict):
+            raise PolicyError("remediation %s must be a mapping, got %r" % (scheduler, given))
+        defaults = CONFIG_DEFAULTS[scheduler]
+        unknown = sorted(set(given) - set(defaults))
+        if unknown:
+            raise PolicyError("remediation %s: unknown key(s) %s (known: %s)" % (scheduler, ", ".join(unknown), ", ".join(sorted(defaults))))
+        entry = dict(defaults)
+        entry.update(dict((k, v) for k, v in given.items() if v is not None and v != ""))
+        if not isinstance(entry["enabled"], bool):
+            raise PolicyError("remediation %s enabled must be true or false, got %r" % (scheduler, entry["enabled"]))
+        for key in set(entry) - {"enabled"}:
+            entry[key] = _one_line_path(entry[key], "remediation %s %s" % (scheduler, key))
+        merged[scheduler] = entry
+    if merged["slurm"]["enabled"] and merged["kubernetes"]["enabled"]:
+        raise PolicyError("remediation: one decider acts on one scheduler: enable slurm or kubernetes, not both")
+    return merged
+
+
+# --- reports -------------------------------------------------------------------------------------
+
+def check_report(report):
+    """A node's report as the decider accepts it, or ValueError naming what is wrong.
+
+    {node, findings: [{check, severity, target, ...}], complete: bool, unreadable: [text], source}
+    """
+    if not isinstance(report, dict):
+        raise ValueError("a report must be a JSON object, got %s" % type(report).__name__)
+    node = report.get("node")
+    if not isinstance(node, str) or not _NAME.match(node):
+        raise ValueError("report node must be a plain node name, got %r" % (node,))
+    findings = report.get("findings")
+    if not isinstance(findings, list) or len(findings) > 10000:
+        raise ValueError("report findings must be a list (at most 10,000), got %r" % (type(findings).__name__,))
+    clean_findings = []
+    for index, found in enumerate(findings):
+        if not isinstance(found, dict) or not all(isinstance(found.get(k), str) for k in ("check", "severity", "target")):
+            raise ValueError("report findings[%d] needs check, severity and target strings" % index)
+        if found["severity"] not in SEVERITIES:
+            raise ValueError("report findings[%d] severity must be one of %s, got %r" % (index, ", ".join(SEVERITIES), found["severity"]))
+        clean_findings.append(dict((k, one_line(found.get(k) or "", 500)) for k in ("check", "severity", "target", "detail", "fix_hint")))
+    unreadable = report.get("unreadable") or []
+    if not isinstance(unreadable, list) or not all(isinstance(u, str) for u in unreadable):
+        raise ValueError("report unreadable must be a list of texts")
+    complete = report.get("complete")
+    if not isinstance(complete, bool):
+        raise ValueError("report complete must be true or false, got %r" % (complete,))
+    source = report.get("source", "timer")
+    if source not in SOURCES:
+        raise ValueError("report source must be one of %s, got %r" % (", ".join(SOURCES), source))
+    return {"node": node, "findings": clean_findings, "complete": complete and not unreadable,
+            "unreadable": [one_line(u, 300) for u in unreadable[:20]], "source": source}
+
+
+# --- the ledger ----------------------------------------------------------------------------------
+
+LEDGER_VERSION = 1
+
+
+def empty_ledger():
+    return {"version": LEDGER_VERSION, "nodes": {}, "breaker": {"open": []}}
+
+
+def check_ledger(ledger):
+    """A ledger read back from disk, or ValueError when its shape is not ours (the caller sets it aside)."""
+    if not isinstance(ledger, dict) or ledger.get("version") != LEDGER_VERSION:
+        raise ValueError("not a version %d ledger" % LEDGER_VERSION)
+    if not isinstance(ledger.get("nodes"), dict) or not isinstance(ledger.get("breaker"), dict):
+        raise ValueError("nodes and breaker must be objects")
+    for name, record in ledger["nodes"].items():
+        if not isinstance(record, dict):
+            raise ValueError("node %r is not an object" % name)
+        for key in ("drains", "resumes"):
+            if not isinstance(record.get(key, []), list) or not all(isinstance(e, dict) for e in record.get(key, [])):
+                raise ValueError("node %r %s must be a list of objects" % (name, key))
+    if not isinstance(ledger["breaker"].get("open", []), list):
+        raise ValueError("breaker open must be a list")
+    return ledger
+
+
+def _record(ledger, node):
+    return ledger["nodes"].setdefault(node, {"drains": [], "resumes": []})
+
+
+def _counted(entries, shadow):
+    """History entries that count: real ones always, shadow ones only in shadow mode."""
+    return [e for e in entries if shadow or not e.get("shadow")]
+
+
+def _current_drain(record, entry, shadow):
+    """The ledger's record of the drain in effect, or None (matched by the reason slurmctld holds)."""
+    drains = _counted((record or {}).get("drains") or [], shadow)
+    if not drains:
+        return None
+    last = drains[-1]
+    if last.get("shadow"):
+        return last if shadow and not last.get("resumed") else None
+    return last if entry.get("reason") and last.get("reason") == entry.get("reason") else None
+
+
+def _effective(entry, record, shadow):
+    """(drained, ours, since) of a node: the scheduler's view, plus a shadow drain in shadow mode."""
+    if shadow:
+        shadow_drain = _current_drain(record, entry, True)
+        if shadow_drain is not None and shadow_drain.get("shadow") and not entry.get("drained"):
+            return True, True, shadow_drain.get("at"), shadow_drain.get("reason")
+    ours = bool(entry.get("drained")) and is_ours(entry.get("reason"))
+    return bool(entry.get("drained")), ours, entry.get("reason_time"), entry.get("reason")
+
+
+# --- planning ------------------------------------------------------------------------------------
+
+def _severity_rank(findings):
+    return sum(1 for f in findings if f.get("severity") == "critical")
+
+
+def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
+    """Decide for every reported node at once.
+
+    reports: {node: report (check_report's shape)}: the nodes decided for this time (a batch), each
+             report just received (it is never kept to decide later: a resume needs a fresh one).
+    fleet:   {node: {"partitions": [...], "drained": bool, "reason": str|None, "reason_time": epoch|None}}
+             for every node of the scheduler: the limits are counted over all of them.
+    ledger:  the decider's record (empty_ledger() the first time); not changed in place.
+    settings: check_config's result.  now: the scheduler's clock, epoch seconds.
+
+    Returns {"decisions": [...], "ledger": the new ledger, "breaker": {open, opened, closed, shares},
+             "messages": [...]}. Each decision: {node, action: drain|resume|none, held (a limit or the
+    breaker stopped it), why, reason (for a drain), findings (keys), escalated, shadow, policy, via}.
+    """
+    ledger = copy.deepcopy(ledger) if ledger else empty_ledger()
+    rules = settings["policy"]
+    limits, breaker_cfg, escalation = settings["rate_limit"], settings["circuit_breaker"], settings["escalation"]
+    shadow = settings["mode"] == "shadow"
+    policy = settings["policy_name"]
+    interval, window = limits["interval"], breaker_cfg["window"]
+    history_from = now - escalation["days"] * 86400
+
+    causes_of = {}
+    for node, report in reports.items():
+        causes_of[node] = drain_findings(report["findings"], rules)
+        if causes_of[node] and node in fleet:
+            _record(ledger, node)["unhealthy_at"] = now
+
+    # One pass over the fleet: sizes, our drains in effect and recent, the unhealthy share.
+    size, in_effect, recent, unhealthy = {}, {}, {}, {}
+    effective = {}
+    for name, entry in fleet.items():
+        record = ledger["nodes"].get(name)
+        state = _effective(entry, record, shadow)
+        effective[name] = state
+        drained, ours, since = state[0], state[1], state[2]
+        sick = ours or (record is not None and record.get("unhealthy_at") is not None
+                        and now - record["unhealthy_at"] <= window)
+        for part in entry.get("partitions") or [NO_PARTITION]:
+            size[part] = size.get(part, 0) + 1
+            if ours:
+                in_effect[part] = in_effect.get(part, 0) + 1
+                # A drain of ours without a time is counted as recent: unknown is not old.
+                if since is None or now - since <= interval:
+                    recent[part] = recent.get(part, 0) + 1
+            if sick:
+                unhealthy[part] = unhealthy.get(part, 0) + 1
+    resumes_recent = sum(1 for record in ledger["nodes"].values()
+                         for e in _counted(record.get("resumes") or [], shadow) if now - e.get("at", 0) <= interval)
+
+    shares = dict((part, round(100.0 * unhealthy.get(part, 0) / size[part], 1)) for part in size)
+    open_parts = sorted(p for p in size if shares[p] > breaker_cfg["max_percent"])
+    was_open = list(ledger["breaker"].get("open") or [])
+    since = ledger["breaker"].get("since") if was_open else now
+    ledger["breaker"] = {"open": open_parts, "since": since if open_parts else None,
+                         "shares": dict((p, shares[p]) for p in open_parts)}
+    breaker = {"open": open_parts, "opened": sorted(set(open_parts) - set(was_open)),
+               "closed": sorted(set(was_open) - set(open_parts)), "shares": shares}
+
+    def allowed(part):
+        if limits["max_percent"] <= 0:
+            return 0
+        return max(1, int(size[part] * limits["max_percent"] // 100))
+
+    decisions, drains, resumes = [], [], []
+    for node in sorted(reports):
+        report = reports[node]
+        causes = causes_of[node]
+        decision = {"node": node, "action": "none", "held": False, "why": "", "reason": None, "escalated": False,
+                    "findings": [finding_key(f) for f in causes], "shadow": shadow, "policy": policy,
+                    "via": report.get("source", "timer")}
+        decisions.append(decision)
+        entry = fleet.get(node)
+        if entry is None:
+            decision["why"] = "the scheduler does not know this node"
+            continue
+        drained, ours, since, reason = effective[node]
+        record = ledger["nodes"].get(node) or {}
+        if causes and not drained:
+            drains.append((decision, causes))
+        elif causes and ours:
+            decision["why"] = "already drained by gpufabric (%s)" % reason
+        elif drained and not ours:
+            decision["why"] = "drained by someone else (%s): gpufabric leaves it as it is" % (entry.get("reason") or "no reason")
+        elif ours:
+            resumes.append((decision, record, entry, reason))
+        elif not report["complete"]:
+            decision["why"] = "in service; the check was incomplete (%s)" % ("; ".join(report["unreadable"]) or "a source")
         else:
-            limited = rate_limited(node, view or {}, limits, now)
-            if limited:
-                decision.update(limited=True, why="%s; %s is not drained" % (limited, reason))
+            decision["why"] = "in service, nothing asks for a drain"
+
+    # Drains: worst first, each against the breaker, then the limits of every partition it is in.
+    drains.sort(key=lambda item: (-_severity_rank(item[1]), -len(item[1]), item[0]["node"]))
+    for decision, causes in drains:
+        node = decision["node"]
+        parts = fleet[node].get("partitions") or [NO_PARTITION]
+        record = _record(ledger, node)
+        tripped = [p for p in parts if p in open_parts]
+        if tripped:
+            decision.update(held=True, why="circuit breaker open: %s of partition %s unhealthy (more than %s%%): "
+                            "gpufabric stops acting there until a human looks" % (
+                                "%s%%" % shares[tripped[0]], tripped[0], breaker_cfg["max_percent"]))
+            continue
+        over = None
+        for part in parts:
+            if recent.get(part, 0) + 1 > limits["max_nodes"]:
+                over = ("rate limit: %d node(s) of partition %s already drained by gpufabric in the last %d s, at most %d"
+                        % (recent.get(part, 0), part, interval, limits["max_nodes"]))
+                break
+            if in_effect.get(part, 0) + 1 > allowed(part):
+                over = ("rate limit: %d of the %d node(s) of partition %s are drained by gpufabric, at most %s%% (%d)"
+                        % (in_effect.get(part, 0), size[part], part, limits["max_percent"], allowed(part)))
+                break
+        if over:
+            decision.update(held=True, why=over)
+            continue
+        past = [e for e in _counted(record.get("drains") or [], shadow) if e.get("at", 0) >= history_from]
+        escalated = len(past) + 1 > escalation["max_remediations"]
+        count = "%d drains in %d d" % (len(past) + 1, escalation["days"]) if escalated else None
+        reason = drain_reason(causes, policy, decision["via"], count)
+        stays = ("; ESCALATED: %s, more than %d: it stays out until a human resumes it"
+                 % (count, escalation["max_remediations"]) if escalated else "")
+        decision.update(action="drain", reason=reason, escalated=escalated,
+                        why="%d finding(s) ask for a drain%s" % (len(causes), stays))
+        for part in parts:
+            recent[part] = recent.get(part, 0) + 1
+            in_effect[part] = in_effect.get(part, 0) + 1
+        record["drains"] = (record.get("drains") or [])[-(HISTORY - 1):] + [dict(
+            {"at": now, "findings": decision["findings"], "reason": reason, "policy": policy, "via": decision["via"],
+             "by": decider, "escalated": escalated}, **({"shadow": True} if shadow else {}))]
+
+    # Resumes: only what the drain recorded, from a fresh and complete report, within the breaker and budget.
+    for decision, record, entry, reason in resumes:
+        node = decision["node"]
+        report = reports[node]
+        current = _current_drain(record, entry, shadow)
+        if current is not None:
+            recorded, known = list(current.get("findings") or []), True
+            escalated = bool(current.get("escalated"))
+        else:
+            recorded, known = findings_from_reason(reason)
+            escalated = is_escalated(reason)
+        present = set(finding_key(f) for f in report["findings"])
+        if escalated:
+            decision["why"] = "escalated (%s): it stays drained until a human resumes it" % reason
+        elif not report["complete"]:
+            decision["why"] = ("stays drained: the check could not read %s, and unknown is not healthy"
+                               % "; ".join(report["unreadable"]) if report["unreadable"] else "stays drained: the check was incomplete")
+        elif present & set(recorded):
+            still = sorted(present & set(recorded))
+            decision["why"] = "stays drained: %s recorded at the drain still reported (%s)" % (
+                "finding" if len(still) == 1 else "%d findings" % len(still), ", ".join(still[:3]))
+        elif not known and any(f["severity"] in ("critical", "warning") for f in report["findings"]):
+            decision["why"] = ("stays drained: the findings recorded at the drain are not all known (%s), so every "
+                               "warning and critical finding must clear first" % reason)
+        else:
+            tripped = [p for p in entry.get("partitions") or [NO_PARTITION] if p in open_parts]
+            if tripped:
+                decision.update(held=True, why="circuit breaker open in partition %s: no resume until a human looks" % tripped[0])
+            elif resumes_recent + 1 > limits["max_resumes"]:
+                decision.update(held=True, why="rate limit: %d node(s) resumed by gpufabric in the last %d s, at most %d"
+                                % (resumes_recent, interval, limits["max_resumes"]))
             else:
-                decision.update(action="drain", reason=reason, why="%d finding(s) ask for a drain" % len(causes))
-    elif drained and is_ours(current):
-        decision.update(action="resume", why="every finding that drained it has cleared (%s)" % current)
-    elif drained:
-        decision["why"] = "drained by someone else (%s): gpufabric does not resume it" % (current or "no reason")
-    else:
-        decision["why"] = "in service, nothing asks for a drain"
-    return decision
+                resumes_recent += 1
+                decision.update(action="resume", reason=reason, findings=recorded,
+                                why="a fresh, complete check: every finding recorded at the drain has cleared (%s)"
+                                % ", ".join(recorded[:3]) if recorded else "a fresh, complete check with no finding")
+                rec = _record(ledger, node)
+                rec["resumes"] = (rec.get("resumes") or [])[-(HISTORY - 1):] + [dict(
+                    {"at": now, "by": decider, "via": decision["via"]}, **({"shadow": True} if shadow else {}))]
+                if current is not None and current.get("shadow"):
+                    current["resumed"] = now
+
+    # Held nodes are reported once per cause, not every run.
+    for decision in decisions:
+        record = ledger["nodes"].get(decision["node"])
+        cause = decision["why"].split(":", 1)[0] if decision["held"] else None
+        decision["newly_held"] = bool(cause) and (record or {}).get("held") != cause
+        if cause or (record or {}).get("held"):
+            _record(ledger, decision["node"])["held"] = cause
+    # Bounded memory: history older than the escalation window (and the rate interval) is dropped, and
+    # a node with nothing left to remember is forgotten.
+    keep_from = min(history_from, now - interval)
+    for name in list(ledger["nodes"]):
+        record = ledger["nodes"][name]
+        for key in ("drains", "resumes"):
+            record[key] = [e for e in record.get(key) or [] if e.get("at", 0) >= keep_from][-HISTORY:]
+        if (not record["drains"] and not record["resumes"] and not record.get("held")
+                and (record.get("unhealthy_at") is None or now - record["unhealthy_at"] > window)):
+            del ledger["nodes"][name]
+    return {"decisions": decisions, "ledger": ledger, "breaker": breaker}
+
+
+def summary(result):
+    """Counts for a log line: {'drain': n, 'resume': n, 'held': n, 'none': n}."""
+    counts = {"drain": 0, "resume": 0, "held": 0, "none": 0}
+    for decision in result["decisions"]:
+        counts["held" if decision["held"] else decision["action"]] += 1
+    return counts
+
+
+def _check_target(keys):
+    check, _sep, target = (keys[0] if keys else "remediation|").partition("|")
+    return check, target
+
+
+def messages(result, scheduler):
+    """What the decider tells the webhooks about one batch: [{status, node, check, target, severity, detail,
+    action, policy}]. Drains, resumes, escalations and failures one each; nodes newly held back by the same
+    cause in one message (a fleet-wide alarm is one message, not one per node); breaker changes one per
+    partition. Decisions that changed nothing are not told."""
+    out, held = [], {}
+    for decision in result["decisions"]:
+        check, target = _check_target(decision["findings"])
+        base = {"node": decision["node"], "check": check, "target": target or decision["node"],
+                "severity": "critical", "detail": decision["why"], "action": decision_text(scheduler, decision),
+                "policy": decision["policy"]}
+        if decision.get("error"):
+            out.append(dict(base, status="could-not-act", detail="%s; %s" % (decision["error"], decision["why"])))
+        elif decision["action"] in ("drain", "resume"):
+            status = "shadow" if decision["shadow"] else ("escalated" if decision["escalated"] else
+                                                          {"drain": "drained", "resume": "resumed"}[decision["action"]])
+            out.append(dict(base, status=status, severity="warning" if decision["action"] == "resume" else "critical"))
+        elif decision["held"] and decision.get("newly_held"):
+            held.setdefault(decision["why"].split(":", 1)[0], []).append(decision)
+    for cause in sorted(held):
+        group = sorted(held[cause], key=lambda d: d["node"])
+        names = [d["node"] for d in group]
+        shown = ", ".join(names[:20]) + (" and %d more" % (len(names) - 20) if len(names) > 20 else "")
+        out.append({"node": names[0] if len(names) == 1 else "%d nodes" % len(names), "check": "remediation",
+                    "target": shown, "severity": "warning", "status": "held", "policy": group[0]["policy"],
+                    "detail": group[0]["why"], "action": "%s held back: %s" % (shown, cause)})
+    for part in result["breaker"]["opened"]:
+        out.append({"node": part, "check": "circuit_breaker", "target": "partition %s" % part, "severity": "critical",
+                    "status": "breaker-open", "policy": None,
+                    "detail": "%s%% of partition %s is unhealthy: gpufabric stops draining and resuming there, keeps "
+                              "reporting, and waits for a human" % (result["breaker"]["shares"].get(part), part),
+                    "action": "circuit breaker open in partition %s: a human must look" % part})
+    for part in result["breaker"]["closed"]:
+        out.append({"node": part, "check": "circuit_breaker", "target": "partition %s" % part, "severity": "warning",
+                    "status": "breaker-closed", "policy": None,
+                    "detail": "partition %s is back under the breaker's share (%s%% unhealthy)" % (
+                        part, result["breaker"]["shares"].get(part, 0)),
+                    "action": "circuit breaker closed in partition %s: gpufabric acts there again" % part})
+    return out
+
+
+def decision_text(scheduler, decision):
+    """What a decision did, for the log and the messages: 'Slurm: drained n1 (gpufabric: ...)'."""
+    name = {"slurm": "Slurm", "kubernetes": "Kubernetes"}.get(scheduler, scheduler)
+    verb = {"drain": "drained" if scheduler == "slurm" else "cordoned and tainted",
+            "resume": "resumed" if scheduler == "slurm" else "uncordoned and untainted"}.get(decision["action"])
+    if verb is None:
+        return "%s: %s %s (%s)" % (name, "held back" if decision["held"] else "no action on", decision["node"], decision["why"])
+    if decision["shadow"]:
+        return "%s: shadow mode, would have %s %s (%s)" % (name, verb, decision["node"], decision["why"])
+    return "%s: %s %s (%s)" % (name, verb, decision["node"], decision["reason"] or decision["why"])
 
 
 # --- Slurm ---------------------------------------------------------------------------------
 
-
-_REASON_STAMPED = re.compile(r"(?:^|\s)Reason=(.*?) \[([^@\]\s]{0,64})@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\]")
+# Times are read with SLURM_TIME_FORMAT=%s (epoch seconds: no time zone can shift them); the
+# ISO form of a default installation is read too.
+_REASON_STAMPED = re.compile(r"(?:^|\s)Reason=(.*?) \[([^@\]\s]{0,64})@(\d{9,12}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\]")
 _REASON_BARE = re.compile(r"(?:^|\s)Reason=(.*?)(?=\s+[A-Z][A-Za-z]{1,40}=|$)")
+DRAIN_FLAGS = ("DRAIN", "DRAINED", "DRAINING")
 
 
 def parse_scontrol_node(text):
     """`scontrol show node [-o] NAME` -> {name, state, flags, drained, reason, reason_user, reason_time}.
 
     The one-line (-o) and the indented forms read the same. Reason is free text: it ends at Slurm's
-    "[user@time]" stamp ("Reason=gpufabric: gpu_xid n1 [root@2026-11-23T18:00:00]"), or at the next field.
+    "[user@time]" stamp ("Reason=gpufabric: gpu_xid n1 [root@1795526184]"), or at the next field.
     """
     lines = clean(text or "").splitlines()
     start = next((i for i, l in enumerate(lines) if l.lstrip().startswith("NodeName=")), None)
@@ -214,43 +675,63 @@ def parse_scontrol_node(text):
     for found in re.finditer(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]{0,40})=(\S*)", flat):
         fields.setdefault(found.group(1), found.group(2))
     state = fields.get("State", "")
+    if not fields.get("NodeName") or not state:
+        raise ValueError("the scontrol output has no NodeName or State: %r" % one_line(text or "", 120))
     flags = state.split("+")
     return {"name": fields.get("NodeName"), "state": state, "flags": flags,
-            "drained": any(f in ("DRAIN", "DRAINED", "DRAINING") for f in flags),
-            "reason": reason, "reason_user": user, "reason_time": when}
+            "drained": any(f.rstrip("*~#!%$@^-") in DRAIN_FLAGS for f in flags),
+            "reason": reason, "reason_user": user, "reason_time": int(when) if when and when.isdigit() else when}
 
 
-def parse_slurm_time(text):
-    """'2026-11-23T18:00:00' -> a naive datetime (the controller's local time), else None."""
-    try:
-        return datetime.datetime.strptime(text or "", "%Y-%m-%dT%H:%M:%S")
-    except ValueError:
-        return None
+# %N, the node's name: %n is its host name, which several nodes can share (NodeHostname).
+SINFO_FORMAT = "%N|%P|%H|%T|%E"
+_SINFO_STATE = re.compile(r"^[a-z_+]{1,40}[*~#!%$@^-]?$")
 
 
-def parse_sinfo_nodes(text):
-    """`sinfo -h -N -o '%n|%P|%H|%E'` -> {node: {"partitions": [...], "reason_time": str or None, "reason": str or None}}.
+def parse_sinfo_fleet(text):
+    """`SLURM_TIME_FORMAT=%s sinfo -h -N -o '%N|%P|%H|%T|%E'` -> {node: {partitions, drained, reason, reason_time}}.
 
-    The reason comes last, so a '|' inside it is kept; 'none' / 'Unknown' mean no reason.
+    One line per node and partition. Any line that is not of that shape makes the whole view
+    unusable (ValueError naming the line): a decider that cannot read its fleet does not act.
     """
     nodes = {}
-    for line in (text or "").splitlines():
-        parts = line.strip().split("|", 3)
-        if len(parts) != 4 or not _NAME.match(parts[0]):
+    for number, line in enumerate(clean(text or "").splitlines(), 1):
+        if not line.strip():
             continue
-        name, partition, when, reason = parts
-        entry = nodes.setdefault(name, {"partitions": [], "reason_time": None, "reason": None})
+        parts = line.strip().split("|", 4)
+        if len(parts) != 5 or not _NAME.match(parts[0]) or not _SINFO_STATE.match(parts[3]):
+            raise ValueError("sinfo line %d is not 'node|partition|time|state|reason': %r" % (number, one_line(line, 120)))
+        name, partition, when, state, reason = parts
+        entry = nodes.setdefault(name, {"partitions": [], "drained": False, "reason": None, "reason_time": None})
         partition = partition.rstrip("*")
         if partition and partition not in entry["partitions"]:
             entry["partitions"].append(partition)
-        if reason.strip() and reason.strip() != "none":
-            entry["reason"] = reason.strip()
-            entry["reason_time"] = when if when not in ("Unknown", "") else None
+        entry["drained"] = state.rstrip("*~#!%$@^-") in ("drained", "draining", "drain")
+        reason = reason.strip()
+        if reason and reason != "none":
+            entry["reason"] = reason
+            when = when.strip()
+            if when.isdigit():
+                entry["reason_time"] = int(when)
+            elif when not in ("Unknown", "", "None"):
+                raise ValueError("sinfo line %d: the reason time %r is not epoch seconds (SLURM_TIME_FORMAT=%%s)"
+                                 % (number, one_line(when, 40)))
+    if not nodes:
+        raise ValueError("sinfo listed no node")
     return nodes
 
 
+_SDIAG_TIME = re.compile(r"^sdiag output at .{0,60}\((\d{9,12})\)\s*$", re.M)
+
+
+def parse_sdiag_time(text):
+    """The controller's clock from `sdiag` ('sdiag output at Tue Nov 24 13:16:24 2026 (1795526184)'), or None."""
+    match = _SDIAG_TIME.search(clean(text or ""))
+    return int(match.group(1)) if match else None
+
+
 def slurm_argv(node, decision, scontrol="scontrol"):
-    """The scontrol command line that carries out a decision (None for 'none')."""
+    """The scontrol command line that carries out a decision (None for 'none' or held)."""
     if not _NAME.match(node or ""):
         raise ValueError("Slurm node name %r is not a plain host name" % (node,))
     if decision["action"] == "drain":
@@ -263,20 +744,64 @@ def slurm_argv(node, decision, scontrol="scontrol"):
 # --- Kubernetes ----------------------------------------------------------------------------
 
 def _taints(node_obj):
-    return list(((node_obj or {}).get("spec") or {}).get("taints") or [])
+    taints = ((node_obj or {}).get("spec") or {}).get("taints") or []
+    return taints if isinstance(taints, list) else []
 
 
-def k8s_state(node_obj):
-    """A Node object -> the scheduler state decide() reads: drained (cordoned or tainted by us) and reason."""
-    spec = (node_obj or {}).get("spec") or {}
-    ours = [t for t in _taints(node_obj) if t.get("key") == TAINT_KEY]
+def _annotations(node_obj):
     annotations = ((node_obj or {}).get("metadata") or {}).get("annotations") or {}
-    if ours or CORDON_ANNOTATION in annotations:
-        value = ours[0].get("value") if ours else "cordoned"
-        return {"drained": True, "reason": "%s %s" % (OURS, value)}
-    if spec.get("unschedulable"):
-        return {"drained": True, "reason": "cordoned by someone else"}
-    return {"drained": False, "reason": None}
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def k8s_node_ledger(node_obj):
+    """Our ledger record kept on the Node (the LEDGER_ANNOTATION), or None when absent or damaged."""
+    raw = _annotations(node_obj).get(LEDGER_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        record = json.loads(raw)
+        check_ledger({"version": LEDGER_VERSION, "nodes": {"x": record}, "breaker": {}})
+    except (TypeError, ValueError):
+        return None
+    return record
+
+
+def k8s_fleet(node_list):
+    """A NodeList (kubectl get nodes -o json, or k8s_info's resources) -> (fleet, ledger nodes, objects).
+
+    Every node is in one pool; drained = our taint or our cordon annotation; the reason and its time
+    come from our ledger annotation. An object of another shape raises ValueError (never a traceback).
+    """
+    items = node_list.get("items") if isinstance(node_list, dict) else node_list
+    if not isinstance(items, list):
+        raise ValueError("the node list has no items list")
+    fleet, records, objects = {}, {}, {}
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
+            raise ValueError("node list item %d is not a Node object" % index)
+        name = item["metadata"].get("name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError("node list item %d has no usable name: %r" % (index, name))
+        if not isinstance(item.get("spec", {}), (dict, type(None))) or not isinstance(
+                item["metadata"].get("annotations", {}), (dict, type(None))) or not isinstance(
+                (item.get("spec") or {}).get("taints", []), (list, type(None))):
+            raise ValueError("node %s has a spec or annotations of another shape" % name)
+        record = k8s_node_ledger(item)
+        ours = [t for t in _taints(item) if isinstance(t, dict) and t.get("key") == TAINT_KEY]
+        mine = bool(ours) or CORDON_ANNOTATION in _annotations(item)
+        last = ((record or {}).get("drains") or [{}])[-1]
+        if mine:
+            reason = last.get("reason") if last.get("reason") and not last.get("shadow") else "%s %s" % (
+                OURS, ours[0].get("value") if ours else "cordoned")
+            entry = {"partitions": [], "drained": True, "reason": reason, "reason_time": last.get("at")}
+        elif (item.get("spec") or {}).get("unschedulable"):
+            entry = {"partitions": [], "drained": True, "reason": "cordoned by someone else", "reason_time": None}
+        else:
+            entry = {"partitions": [], "drained": False, "reason": None, "reason_time": None}
+        fleet[name], objects[name] = entry, item
+        if record is not None:
+            records[name] = record
+    return fleet, records, objects
 
 
 def taint_value(check):
@@ -285,131 +810,52 @@ def taint_value(check):
     return value or "unknown"
 
 
-def k8s_patch(node_obj, decision, check, now):
-    """The JSON merge-patch body that carries out a decision on a Node (None for 'none').
+def _pointer(key):
+    return key.replace("~", "~0").replace("/", "~1")
 
-    drain: cordon (spec.unschedulable), add our NoSchedule taint, note when in CORDON_ANNOTATION;
-    resume: remove our taint, uncordon only when our annotation says we cordoned it, drop the annotation.
-    A merge patch replaces the taint list whole, so it is rebuilt from the node's own taints.
+
+def k8s_json_patch(node_obj, decision, record, now):
+    """The RFC 6902 JSON patch that carries out a decision on a Node (None for none/held).
+
+    It touches only what is ours, so a taint or annotation another controller adds meanwhile
+    survives: a drain appends our taint (``/spec/taints/-``), a resume removes it by index after a
+    ``test`` that it is still ours at that index; a list that does not exist yet is created only
+    under a ``test`` of the node's resourceVersion. The ledger record rides in the same patch.
     """
-    others = [t for t in _taints(node_obj) if t.get("key") != TAINT_KEY]
-    annotations = ((node_obj or {}).get("metadata") or {}).get("annotations") or {}
-    if decision["action"] == "drain":
-        taint = {"key": TAINT_KEY, "value": taint_value(check), "effect": "NoSchedule"}
-        already = bool(((node_obj or {}).get("spec") or {}).get("unschedulable"))
-        patch = {"spec": {"taints": others + [taint]}}
-        if not already:
-            patch["spec"]["unschedulable"] = True
-            patch["metadata"] = {"annotations": {CORDON_ANNOTATION: str(int(now))}}
-        return patch
-    if decision["action"] == "resume":
-        patch = {"spec": {"taints": others if others else None}}
-        if CORDON_ANNOTATION in annotations:
-            patch["spec"]["unschedulable"] = None
-            patch["metadata"] = {"annotations": {CORDON_ANNOTATION: None}}
-        return patch
-    return None
-
-
-def k8s_view(node_list):
-    """A NodeList -> the view rate_limited() reads (every node in one pool; ours_since from our annotation)."""
-    view = {}
-    for item in (node_list or {}).get("items") or []:
-        name = ((item.get("metadata") or {}).get("name"))
-        if not name:
-            continue
-        since = ((item.get("metadata") or {}).get("annotations") or {}).get(CORDON_ANNOTATION)
-        try:
-            since = int(since) if since is not None else None
-        except ValueError:
-            since = None
-        view[name] = {"partitions": [], "ours_since": since}
-    return view
-
-
-# --- configuration ---------------------------------------------------------------------------
-
-CONFIG_DEFAULTS = {
-    "policy": [], "dry_run": False, "rate_limit": {},
-    "slurm": {"enabled": False, "node": None, "scontrol": "scontrol", "sinfo": "sinfo"},
-    "kubernetes": {"enabled": False, "node": None, "kubectl": "kubectl", "kubeconfig": None},
-}
-
-
-def _one_line_path(value, where):
-    if value is None:
+    if decision["action"] not in ("drain", "resume"):
         return None
-    if not isinstance(value, str) or not value or re.search(r"[\x00-\x1f\x7f]", value):
-        raise PolicyError("%s must be a one-line string, got %r" % (where, value))
-    return value
-
-
-def check_config(config):
-    """The monitor's ``remediation`` section with defaults, or PolicyError naming the bad entry."""
-    config = config or {}
-    if not isinstance(config, dict):
-        raise PolicyError("remediation must be a mapping, got %s" % type(config).__name__)
-    unknown = sorted(set(config) - set(CONFIG_DEFAULTS))
-    if unknown:
-        raise PolicyError("remediation: unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(CONFIG_DEFAULTS))))
-    merged = {"policy": check_policy(config.get("policy")), "rate_limit": check_limits(config.get("rate_limit"))}
-    if not isinstance(config.get("dry_run", False), bool):
-        raise PolicyError("remediation dry_run must be true or false, got %r" % (config.get("dry_run"),))
-    merged["dry_run"] = config.get("dry_run", False)
-    for scheduler in ("slurm", "kubernetes"):
-        given = config.get(scheduler) or {}
-        if not isinstance(given, dict):
-            raise PolicyError("remediation %s must be a mapping, got %r" % (scheduler, given))
-        defaults = CONFIG_DEFAULTS[scheduler]
-        unknown = sorted(set(given) - set(defaults))
-        if unknown:
-            raise PolicyError("remediation %s: unknown key(s) %s (known: %s)" % (scheduler, ", ".join(unknown), ", ".join(sorted(defaults))))
-        entry = dict(defaults)
-        entry.update(dict((k, v) for k, v in given.items() if v is not None and v != ""))
-        if not isinstance(entry["enabled"], bool):
-            raise PolicyError("remediation %s enabled must be true or false, got %r" % (scheduler, entry["enabled"]))
-        if entry["node"] is not None and not _NAME.match(str(entry["node"])):
-            raise PolicyError("remediation %s node must be a plain node name, got %r" % (scheduler, entry["node"]))
-        for key in set(entry) - {"enabled", "node"}:
-            entry[key] = _one_line_path(entry[key], "remediation %s %s" % (scheduler, key))
-        merged[scheduler] = entry
-    return merged
-
-
-def action_text(scheduler, decision, dry_run):
-    """What a decision did, for the messages: 'Slurm: drained (gpufabric: ...)'."""
-    name = {"slurm": "Slurm", "kubernetes": "Kubernetes"}[scheduler]
-    verb = {"drain": "drained" if scheduler == "slurm" else "cordoned and tainted",
-            "resume": "resumed" if scheduler == "slurm" else "uncordoned and untainted"}.get(decision["action"])
-    if verb is None:
-        return "%s: no action (%s)" % (name, decision["why"])
-    if dry_run:
-        return "%s: dry run, would have %s %s (%s)" % (name, verb, decision["node"], decision["why"])
-    return "%s: %s %s (%s)" % (name, verb, decision["node"], decision["reason"] or decision["why"])
-
-
-def plan_cluster(findings_by_node, settings, scheduler, states, view, now, node_objects=None):
-    """Decisions for many nodes at once (the remediate playbook), the rate limit counting the drains
-    decided earlier in the same batch. Nodes are taken worst first (most drain-causing findings), then
-    by name. Returns [{node, action, reason, why, limited, findings, argv | patch, text}]."""
-    rules = settings["policy"]
-    view = dict((name, dict(entry)) for name, entry in (view or {}).items())
-    order = sorted(findings_by_node, key=lambda n: (-len(drain_findings(findings_by_node[n] or [], rules)), n))
-    planned = []
-    for node in order:
-        findings = findings_by_node[node] or []
-        if node not in states:
-            planned.append({"node": node, "action": "none", "reason": None, "limited": False, "findings": [],
-                            "why": "the scheduler does not know this node", "text": "%s: not in the scheduler" % node})
-            continue
-        decision = decide(node, findings, rules, states[node], view, settings["rate_limit"], now)
-        causes = drain_findings(findings, rules)
-        if scheduler == "slurm":
-            decision["argv"] = slurm_argv(node, decision, (settings.get("slurm") or {}).get("scontrol") or "scontrol")
+    metadata = (node_obj or {}).get("metadata") or {}
+    annotations = _annotations(node_obj)
+    taints = _taints(node_obj)
+    ops = []
+    if not isinstance(((node_obj or {}).get("metadata") or {}).get("annotations"), dict):
+        ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": metadata.get("resourceVersion")})
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+    ledger_value = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    ops.append({"op": "add", "path": "/metadata/annotations/" + _pointer(LEDGER_ANNOTATION), "value": ledger_value})
+    if decision["action"] == "drain":
+        check = decision["findings"][0].split("|", 1)[0] if decision["findings"] else None
+        taint = {"key": TAINT_KEY, "value": taint_value(check), "effect": "NoSchedule"}
+        if any(isinstance(t, dict) and t.get("key") == TAINT_KEY for t in taints):
+            pass
+        elif isinstance(((node_obj or {}).get("spec") or {}).get("taints"), list):
+            ops.append({"op": "add", "path": "/spec/taints/-", "value": taint})
         else:
-            decision["patch"] = k8s_patch((node_objects or {}).get(node), decision, causes[0]["check"] if causes else None, now)
-        decision["text"] = action_text(scheduler, decision, settings.get("dry_run"))
-        if decision["action"] == "drain":
-            view.setdefault(node, {"partitions": []})["ours_since"] = now
-        planned.append(decision)
-    return planned
+            if ops[0]["op"] != "test":
+                ops.insert(0, {"op": "test", "path": "/metadata/resourceVersion", "value": metadata.get("resourceVersion")})
+            ops.append({"op": "add", "path": "/spec/taints", "value": [taint]})
+        if not ((node_obj or {}).get("spec") or {}).get("unschedulable"):
+            ops.append({"op": "add", "path": "/spec/unschedulable", "value": True})
+            ops.append({"op": "add", "path": "/metadata/annotations/" + _pointer(CORDON_ANNOTATION), "value": str(int(now))})
+        return ops
+    for index in reversed(range(len(taints))):
+        if isinstance(taints[index], dict) and taints[index].get("key") == TAINT_KEY:
+            ops.append({"op": "test", "path": "/spec/taints/%d" % index, "value": taints[index]})
+            ops.append({"op": "remove", "path": "/spec/taints/%d" % index})
+    if CORDON_ANNOTATION in annotations:
+        ops.append({"op": "test", "path": "/metadata/annotations/" + _pointer(CORDON_ANNOTATION),
+                    "value": annotations[CORDON_ANNOTATION]})
+        ops.append({"op": "remove", "path": "/metadata/annotations/" + _pointer(CORDON_ANNOTATION)})
+        if ((node_obj or {}).get("spec") or {}).get("unschedulable"):
+            ops.append({"op": "replace", "path": "/spec/unschedulable", "value": False})
+    return ops

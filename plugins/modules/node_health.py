@@ -154,6 +154,18 @@ healthy:
   description: No critical and no warning finding.
   returned: always
   type: bool
+complete:
+  description:
+    - Every source was read (the kernel log, C(nvidia-smi) where GPUs are expected). An incomplete check is
+      not a healthy one - the remediation decider never resumes a node on it.
+  returned: always
+  type: bool
+unreadable:
+  description: What could not be read and why, one sentence each ([] when RV(complete)).
+  returned: always
+  type: list
+  elements: str
+  sample: ["kernel log: journalctl -k -b did not answer within 30 s; dmesg -T exited 1: dmesg: read kernel buffer failed: Operation not permitted"]
 observed:
   description: What was read - gpu_count, rdma_devices, xid_events, port counters, kernel_log_source.
   returned: always

@@ -3,12 +3,13 @@
 in the kubeconfig (tests/lab/kube-api-standin/server.py) as kubectl would send them.
 
   kubectl [--kubeconfig FILE] get node NAME -o json | get nodes -o json
-  kubectl [--kubeconfig FILE] patch node NAME --type merge -p BODY
+  kubectl [--kubeconfig FILE] patch node NAME --type merge|json -p BODY
 """
 
 import json
 import os
 import sys
+from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
 
@@ -22,14 +23,18 @@ def main(args):
         request = Request(server + "/api/v1/nodes")
     elif args[:2] == ["get", "node"] and args[3:] == ["-o", "json"]:
         request = Request(server + "/api/v1/nodes/" + args[2])
-    elif args[:2] == ["patch", "node"] and args[3:5] == ["--type", "merge"] and args[5] == "-p":
+    elif args[:2] == ["patch", "node"] and args[3] == "--type" and args[4] in ("merge", "json") and args[5] == "-p":
         request = Request(server + "/api/v1/nodes/" + args[2], data=args[6].encode(), method="PATCH",
-                          headers={"Content-Type": "application/merge-patch+json"})
+                          headers={"Content-Type": "application/%s-patch+json" % args[4]})
     else:
         sys.stderr.write("fake kubectl: %r is not a call it knows\n" % args)
         return 2
-    with urlopen(request, timeout=10) as response:
-        sys.stdout.write(response.read().decode())
+    try:
+        with urlopen(request, timeout=10) as response:
+            sys.stdout.write(response.read().decode())
+    except HTTPError as exc:  # as kubectl says it: the API server's message, exit 1
+        sys.stderr.write("Error from server (%s): %s\n" % (exc.code, json.loads(exc.read() or b"{}").get("message")))
+        return 1
     return 0
 
 

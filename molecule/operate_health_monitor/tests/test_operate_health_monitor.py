@@ -67,7 +67,8 @@ def test_installed(host):
     settings = json.loads(config.content_string)
     assert settings["cluster"] == "molecule-lab" and settings["host"] == NODE
     assert [w["name"] for w in settings["webhooks"]] == ["feishu-ops", "dingtalk-ops", "slack-ops", "events", "flaky"]
-    assert host.file("/var/lib/gpufabric/health-monitor").mode == 0o700
+    assert host.file("/var/lib/gpufabric-health-monitor").mode == 0o700
+    assert host.file("/var/lib/gpufabric-health-monitor/.gpufabric-owner").content_string == "health_monitor\n"
     code = "/usr/local/lib/gpufabric-health-monitor/ansible_collections/gpufabric/rdma/plugins/module_utils"
     assert host.file(code + "/monitor.py").exists and host.file(code + "/node_checks.py").exists
     _assert_no_secret(host.run("systemctl cat %s.service %s.timer" % (UNIT, UNIT)).stdout)
@@ -78,9 +79,10 @@ def test_first_run_sends_one_message_per_fault(host):
     result = _run(host)
     assert result.rc != 0  # the flaky endpoint failed: the unit says so
     kinds = _by_kind(_new())
-    assert {k: len(v) for k, v in kinds.items()} == {"feishu": 2, "dingtalk": 2, "slack": 2, "generic": 2, "flaky": 2}
-    # the receiver fails the flaky endpoint's first request only: one of the two faults did not arrive there
-    assert [r["status"] for r in kinds["flaky"]] == [500, 200]
+    assert {k: len(v) for k, v in kinds.items()} == {"feishu": 2, "dingtalk": 2, "slack": 2, "generic": 2, "flaky": 1}
+    # the receiver fails the flaky endpoint's first request only; its queue stops there (order is kept),
+    # and the second fault waits behind the first in the outbox, saved
+    assert [r["status"] for r in kinds["flaky"]] == [500]
     for kind in ("feishu", "dingtalk", "generic"):
         assert [r["verified"] for r in kinds[kind]] == [True, True]  # signed with the right secret
     events = sorted((r["json"] for r in kinds["generic"]), key=lambda e: e["fault_type"])
@@ -102,15 +104,17 @@ def test_first_run_sends_one_message_per_fault(host):
     journal = host.run("journalctl -u %s.service --no-pager -o cat" % UNIT).stdout
     assert "webhook flaky (generic): could not send new" in journal and "HTTP 500" in journal
     _assert_no_secret(journal)
-    state = host.file("/var/lib/gpufabric/health-monitor/state.json")
+    state = host.file("/var/lib/gpufabric-health-monitor/state.json")
     assert state.mode == 0o600
     _assert_no_secret(state.content_string)
+    waiting = json.loads(state.content_string)["outbox"]
+    assert [m["body"]["status"] for m in waiting["flaky"]] == ["new", "new"] and waiting["events"] == []
 
 
 def test_second_run_is_quiet_and_retries_the_failed_delivery(host):
     assert _run(host).rc == 0
     new = _new()
-    assert [(r["kind"], r["status"], r["json"]["status"]) for r in new] == [("flaky", 200, "new")]
+    assert [(r["kind"], r["status"], r["json"]["status"]) for r in new] == [("flaky", 200, "new"), ("flaky", 200, "new")]
     assert _run(host).rc == 0
     assert _new() == []
 
@@ -135,7 +139,7 @@ def test_recovery_after_the_gpus_come_back(host):
     assert {r["json"]["fault_type"] for r in new if r["kind"] == "generic"} == {"nvidia_smi"}
     assert _run(host).rc == 0
     assert _new() == []
-    state = json.loads(host.file("/var/lib/gpufabric/health-monitor/state.json").content_string)
+    state = json.loads(host.file("/var/lib/gpufabric-health-monitor/state.json").content_string)
     assert state["events"] == {} and state["last_run"]["healthy"] is True
 
 
@@ -219,11 +223,28 @@ def test_bad_configuration_fails_before_anything_is_written(host):
     assert not host.file("/etc/gpufabric/bad-health-monitor.json").exists
 
 
+def test_the_role_never_chmods_or_deletes_a_directory_it_did_not_create(host):
+    """The state directory set to /var/lib or /tmp (and a site's own directory): refused on install,
+    left alone on removal - nothing chmodded, nothing deleted."""
+    assert host.run("mkdir -p /srv/site-data && chmod 0755 /srv/site-data && echo keep > /srv/site-data/file").rc == 0
+    before = dict((path, host.file(path).mode) for path in ("/var/lib", "/tmp", "/srv/site-data"))
+    for path, why in (("/var/lib", "/var/lib is a system directory"), ("/tmp", "/tmp is a system directory"),
+                      ("/srv/site-data", "/srv/site-data exists and was not created by health_monitor")):
+        proc = _play("own_dirs.yml", "-e", "owned_state_dir=" + path)
+        assert proc.returncode != 0 and why in _flat(proc.stdout + proc.stderr), proc.stdout[-3000:]
+        proc = _play("own_dirs.yml", "-e", "owned_state_dir=" + path, "-e", "owned_state=absent")
+        if path == "/srv/site-data":
+            assert proc.returncode == 0 and "was not created by health_monitor" in _flat(proc.stdout + proc.stderr)
+    assert dict((path, host.file(path).mode) for path in before) == before
+    assert host.file("/srv/site-data/file").content_string == "keep\n" and host.file("/var/lib/dpkg").is_directory
+    assert not host.file("/etc/gpufabric/other-health-monitor.json").exists
+
+
 def test_absent_removes_the_monitor(host):
     proc = _play("remove.yml")
     assert proc.returncode == 0, proc.stdout[-3000:]
     for path in ("/etc/systemd/system/%s.timer" % UNIT, "/etc/gpufabric/health-monitor.json",
-                 "/var/lib/gpufabric/health-monitor", "/usr/local/lib/gpufabric-health-monitor"):
+                 "/var/lib/gpufabric-health-monitor", "/usr/local/lib/gpufabric-health-monitor"):
         assert not host.file(path).exists, path
     assert host.run("systemctl is-active %s.timer" % UNIT).stdout.strip() in ("inactive", "unknown")
     proc = _play("remove.yml")

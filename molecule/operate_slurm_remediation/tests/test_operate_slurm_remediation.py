@@ -1,12 +1,22 @@
-"""From alert to action against a real Slurm (slurmctld + two slurmd, Debian's slurm-wlm): the health
-monitor drains a faulty node with its own reason, jobs go to the healthy node, the node is resumed when
-the fault clears, an admin's drain is left alone, the prolog gate refuses a job on a faulty node, and
-the rate limit stops a second drain. slurmd runs the same wrapper as HealthCheckProgram; the tests run
-it directly so they need not wait for HealthCheckInterval."""
+"""One decider per cluster against a real Slurm (slurmctld + three slurmd, Debian's slurm-wlm): the
+health monitor on each node reports, the decider on the controller alone drains and resumes.
+
+Every node reports a critical fault at the same moment through the HealthCheckProgram and through the
+timer, with max_nodes 1: exactly one node is drained, the others are held back by the limit; the same
+with one node's clock an hour ahead (libfaketime) and its time zone east; the circuit breaker stops all
+action; shadow mode acts on nothing; a node drained for a fault stays drained while its kernel log
+cannot be read, and while an AWX-run drain's fault (under a wider policy) is still present under the
+decider's narrower one; repeat escalation keeps a flapping node out; the prolog gate refuses a job only
+on a node the decider took out of service; an admin's drain is left alone. The tests run the wrappers
+slurmd runs, so they need not wait for HealthCheckInterval.
+"""
 
 import base64
+import json
 import os
 import re
+import subprocess
+import threading
 import time
 
 import pytest
@@ -14,28 +24,62 @@ import testinfra
 
 testinfra_hosts = ["gpufabric-ops-ctl"]
 
-NODES = ["gpufabric-ops-node1", "gpufabric-ops-node2"]
+CTL = "gpufabric-ops-ctl"
+NODES = ["gpufabric-ops-node1", "gpufabric-ops-node2", "gpufabric-ops-node3"]
+SCENARIO = os.environ.get("MOLECULE_SCENARIO_DIRECTORY", os.path.dirname(os.path.dirname(__file__)))
 XID_79 = ("2026-11-23T18:00:00+00:00 {node} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, "
           "GPU has fallen off the bus.")
+XID_63 = ("2026-11-23T18:00:00+00:00 {node} kernel: NVRM: Xid (PCI:0000:18:00): 63, pid=1234, name=python, "
+          "ECC page retirement recording event.")
+DECIDER_CONFIG = "/etc/gpufabric-remediator/config.json"
+LEDGER = "/var/lib/gpufabric-remediator/decider.json"
 SAVE = os.environ.get("GPUFABRIC_SAVE_SLURM_CAPTURES")  # a directory: keep the real outputs as fixtures
+
+with open(os.path.join(SCENARIO, "decider-settings.json")) as handle:
+    BASE_SETTINGS = json.load(handle)
 
 
 def node_host(name):
     return testinfra.get_host("docker://" + name)
 
 
-def fault(name, present):
+def write_log(name, line):
+    data = base64.b64encode((line.format(node=name) + "\n" if line else "").encode()).decode()
+    node_host(name).check_output("rm -rf /var/log/gpufabric-test/kern.log && echo %s | base64 -d > "
+                                 "/var/log/gpufabric-test/kern.log", data)
+
+
+def fault(name, present=True):
     """Write (or clear) an Xid 79 in the kernel log the checks read."""
-    line = base64.b64encode((XID_79.format(node=name) + "\n" if present else "").encode()).decode()
-    node_host(name).check_output("echo %s | base64 -d > /var/log/gpufabric-test/kern.log", line)
-    assert ("Xid" in node_host(name).file("/var/log/gpufabric-test/kern.log").content_string) == present
+    write_log(name, XID_79 if present else "")
 
 
-def healthcheck(name):
-    """What slurmd runs as HealthCheckProgram."""
-    result = node_host(name).run("/usr/local/sbin/gpufabric-healthcheck")
+def healthcheck(name, prefix=""):
+    """What slurmd runs as HealthCheckProgram (always exit 0); its output says what the decider did."""
+    result = node_host(name).run("%s/usr/local/sbin/gpufabric-healthcheck" % prefix)
     assert result.rc == 0, result.stderr
+    return result.stdout + result.stderr
+
+
+def timer_run(name):
+    result = node_host(name).run("systemctl start gpufabric-health-monitor.service; "
+                                 "journalctl -u gpufabric-health-monitor.service --no-pager -o cat -n 20")
     return result.stdout
+
+
+def at_once(run, names):
+    """Start ``run(name)`` for every node at the same moment; {name: output}."""
+    out, barrier = {}, threading.Barrier(len(names))
+
+    def one(name):
+        barrier.wait()
+        out[name] = run(name)
+    threads = [threading.Thread(target=one, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return out
 
 
 def show(host, name):
@@ -48,7 +92,28 @@ def show(host, name):
     return state, reason.group(1) if reason else None
 
 
-def resume(host, name):
+def drained(host):
+    return sorted(name for name in NODES if "DRAIN" in show(host, name)[0])
+
+
+def set_decider(host, **settings):
+    """Give the decider other settings (or the scenario's own with none), forget its ledger, restart it."""
+    config = json.loads(host.check_output("cat %s", DECIDER_CONFIG))
+    wanted = dict(BASE_SETTINGS, **settings)
+    config["remediation"] = wanted
+    data = base64.b64encode(json.dumps(config).encode()).decode()
+    # reset-failed: the tests restart it more often than systemd's start limit allows by default
+    host.check_output("systemctl stop gpufabric-remediator && rm -f %s && echo %s | base64 -d > %s && "
+                      "systemctl reset-failed gpufabric-remediator; systemctl start gpufabric-remediator",
+                      LEDGER, data, DECIDER_CONFIG)
+    for attempt in range(50):
+        if host.run("python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:8740/v1/health')\"").rc == 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the decider did not come back")
+
+
+def admin_resume(host, name):
     host.run("scontrol update NodeName=%s State=RESUME", name)
     for attempt in range(30):
         if "DRAIN" not in show(host, name)[0]:
@@ -58,89 +123,160 @@ def resume(host, name):
 
 @pytest.fixture(autouse=True)
 def healthy_cluster(host):
-    """Every test starts from two healthy nodes in service and ends with them back."""
+    """Every test starts from three healthy nodes in service, a fresh decider with the scenario's settings."""
     for name in NODES:
         fault(name, False)
-        healthcheck(name)
-        resume(host, name)
+        admin_resume(host, name)
+    set_decider(host)
     yield
     for name in NODES:
         fault(name, False)
-        healthcheck(name)
-        resume(host, name)
+        admin_resume(host, name)
+    set_decider(host)
 
 
 def test_slurm_conf_runs_our_check_and_gate_everywhere(host):
-    for name in ["gpufabric-ops-ctl"] + NODES:
+    for name in [CTL] + NODES:
         conf = node_host(name).file("/etc/slurm/slurm.conf").content_string
         assert "HealthCheckProgram=/usr/local/sbin/gpufabric-healthcheck" in conf
         assert "HealthCheckInterval=3600" in conf and "HealthCheckNodeState=ANY" in conf
         assert "Prolog=/usr/local/sbin/gpufabric-prolog" in conf
     config = host.check_output("scontrol show config")
     assert re.search(r"HealthCheckProgram\s*=\s*/usr/local/sbin/gpufabric-healthcheck", config)
-    assert re.search(r"Prolog\s*=\s*/usr/local/sbin/gpufabric-prolog", config)
+    assert host.service("gpufabric-remediator").is_running
+    assert host.file("/var/lib/gpufabric-remediator/.gpufabric-owner").content_string == "remediator\n"
+    assert host.file("/etc/gpufabric-remediator/report.key").mode == 0o600
 
 
-def test_a_fault_drains_the_node_with_our_reason_and_jobs_go_to_the_healthy_node(host):
-    fault(NODES[0], True)
+def test_a_fault_on_every_node_at_the_same_moment_drains_exactly_one(host):
+    for name in NODES:
+        fault(name)
+    out = at_once(healthcheck, NODES)
+    assert len(drained(host)) == 1, out
+    (gone,) = drained(host)
+    state, reason = show(host, gone)
+    assert reason.startswith("gpufabric: gpu_xid %s/GPU 0000:18:00; policy molecule-critical; via healthcheck" % gone)
+    held = [name for name in NODES if name != gone]
+    for name in held:
+        assert "held back" in out[name] and "rate limit: 1 node(s) of partition gpu already drained" in out[name], out[name]
+    # The same through the timer: nothing more.
+    out = at_once(timer_run, NODES)
+    assert drained(host) == [gone], out
+    journal = host.check_output("journalctl -u gpufabric-remediator --no-pager -o cat")
+    assert "batch of 3 report(s)" in journal or "batch of 2 report(s)" in journal
+
+
+def test_a_node_clock_an_hour_ahead_and_east_lets_no_second_drain_through(host):
+    fault(NODES[0])
+    healthcheck(NODES[0])
+    assert drained(host) == [NODES[0]]
+    fault(NODES[1])
+    # The node's clock two hours ahead and its time zone nine hours east: the decider asks slurmctld's clock.
+    out = healthcheck(NODES[1], prefix="TZ=Asia/Tokyo faketime -f +2h ")
+    assert "held back" in out and drained(host) == [NODES[0]], out
+    ahead = int(node_host(NODES[1]).check_output("TZ=Asia/Tokyo faketime -f +2h date +%s"))
+    assert ahead - int(node_host(NODES[1]).check_output("date +%s")) > 7000  # the fake clock really is ahead
+
+
+def test_the_circuit_breaker_stops_all_action(host):
+    set_decider(host, circuit_breaker={"max_percent": 50, "window": 300}, rate_limit={"max_nodes": 3, "max_percent": 100})
+    for name in NODES:
+        fault(name)
+    out = at_once(healthcheck, NODES)
+    assert drained(host) == [], out
+    # The reports may land in one batch or two: a drain is stopped as soon as 2 of 3 are unhealthy.
+    assert sum("circuit breaker open" in text for text in out.values()) >= 2, out
+    journal = host.check_output("journalctl -u gpufabric-remediator --no-pager -o cat")
+    assert "circuit breaker open" in journal
+
+
+def test_shadow_mode_acts_on_nothing(host):
+    set_decider(host, mode="shadow")
+    fault(NODES[0])
     out = healthcheck(NODES[0])
-    assert "slurm: ran scontrol update NodeName=gpufabric-ops-node1 State=DRAIN" in out
-    state, reason = show(host, NODES[0])
-    assert "DRAIN" in state
-    assert reason == "gpufabric: gpu_xid gpufabric-ops-node1/GPU 0000:18:00"
-    # A job submitted meanwhile runs on the healthy node.
-    job = host.check_output("sbatch --parsable -N1 --wrap hostname -o /tmp/ops-%j.out")
-    for attempt in range(60):
-        record = host.check_output("scontrol show job -o %s", job)
-        if "JobState=COMPLETED" in record:
-            break
-        time.sleep(1)
-    assert "JobState=COMPLETED" in record and "NodeList=%s" % NODES[1] in record
-    # Running the check again changes nothing: the drain is already ours.
-    assert "ran scontrol" not in healthcheck(NODES[0])
-    # The fault clears: the node is resumed.
+    assert "shadow mode, would have drained %s" % NODES[0] in out
+    assert drained(host) == []
+    ledger = json.loads(host.check_output("cat %s", LEDGER))
+    assert ledger["ledger"]["nodes"][NODES[0]]["drains"][-1]["shadow"] is True
+
+
+def test_a_drained_node_stays_drained_while_its_kernel_log_cannot_be_read(host):
+    fault(NODES[0])
+    healthcheck(NODES[0])
+    assert drained(host) == [NODES[0]]
+    node_host(NODES[0]).check_output("rm /var/log/gpufabric-test/kern.log && mkdir /var/log/gpufabric-test/kern.log")
+    out = healthcheck(NODES[0])
+    assert "stays drained: the check could not read kernel log" in out, out
+    assert drained(host) == [NODES[0]]
     fault(NODES[0], False)
-    assert "slurm: ran scontrol update NodeName=gpufabric-ops-node1 State=RESUME" in healthcheck(NODES[0])
-    state, reason = show(host, NODES[0])
-    assert "DRAIN" not in state and reason is None
+    assert "resumed %s" % NODES[0] in healthcheck(NODES[0])
+    assert drained(host) == []
 
 
-def test_a_node_an_admin_drained_stays_drained(host):
-    host.check_output("scontrol update NodeName=%s State=DRAIN Reason=%s", NODES[1], "memory test")
-    out = healthcheck(NODES[1])
-    assert "ran scontrol" not in out and "drained by someone else (memory test)" in out
-    state, reason = show(host, NODES[1])
-    assert "DRAIN" in state and reason == "memory test"
-    # A fault on it changes nothing either: the admin's reason stays.
-    fault(NODES[1], True)
-    assert "ran scontrol" not in healthcheck(NODES[1])
-    assert show(host, NODES[1])[1] == "memory test"
+def _remediate(*extra):
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    wide = dict(BASE_SETTINGS, policy=[{"severity": "critical", "action": "drain"},
+                                       {"severity": "warning", "action": "drain"}], policy_name="awx-wide")
+    extra_vars = {"remediate_hosts": "slurm_compute", "remediate_slurm_host": CTL, "remediator_settings": wide,
+                  "health_monitor_checks": {"expected_gpu_count": 8, "nvidia_smi_path": "/opt/standin/nvidia-smi",
+                                            "kernel_log": "/var/log/gpufabric-test/kern.log",
+                                            "sysfs_root": "/opt/empty-sys", "command_timeout": 10}}
+    return subprocess.run(["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "gpufabric.rdma.remediate",
+                           "-e", json.dumps(extra_vars)] + list(extra),
+                          capture_output=True, text=True, timeout=300, check=False, env=env)
 
 
-def test_the_prolog_gate_refuses_a_job_on_a_faulty_node(host):
-    fault(NODES[0], True)  # the fault is there before any check ran: only the prolog sees it
-    gate = node_host(NODES[0]).run("/usr/local/sbin/gpufabric-prolog")
-    assert gate.rc == 1 and "refusing the job: gpufabric: gpu_xid" in gate.stderr
+def test_an_awx_drain_holds_while_its_fault_is_present_under_the_deciders_narrower_policy(host):
+    write_log(NODES[0], XID_63)  # a warning: the AWX run's policy drains it, the decider's does not
+    proc = _remediate("--check")
+    assert proc.returncode == 0 and drained(host) == [], proc.stdout[-3000:]
+    assert "Slurm: drained %s" % NODES[0] in proc.stdout
+    proc = _remediate()
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert drained(host) == [NODES[0]] and show(host, NODES[0])[1].endswith("; policy awx-wide; via awx")
+    out = healthcheck(NODES[0])  # the decider's policy is critical only; the warning is still reported
+    assert "stays drained: finding recorded at the drain still reported (gpu_xid|%s/GPU 0000:18:00)" % NODES[0] in out
+    assert drained(host) == [NODES[0]]
+    write_log(NODES[0], "")
+    assert "resumed %s" % NODES[0] in healthcheck(NODES[0])
+
+
+def test_repeat_escalation_keeps_a_flapping_node_out(host):
+    set_decider(host, escalation={"max_remediations": 2, "days": 7})
+    for attempt in range(3):
+        fault(NODES[0])
+        healthcheck(NODES[0])
+        assert drained(host) == [NODES[0]]
+        fault(NODES[0], False)
+        out = healthcheck(NODES[0])
+    assert drained(host) == [NODES[0]]
+    assert show(host, NODES[0])[1].startswith("gpufabric: ESCALATED 3 drains in 7 d, a human must look: gpu_xid")
+    assert "escalated" in out and "stays drained until a human resumes it" in out
+
+
+def test_the_prolog_gate_refuses_a_job_only_on_a_node_the_decider_took_out(host):
+    fault(NODES[0])  # the fault is there before any check ran: only the prolog sees it
     job = host.check_output("sbatch --parsable -N1 -w %s --wrap hostname -o /tmp/gate-%%j.out", NODES[0])
     for attempt in range(60):
         state, reason = show(host, NODES[0])
         if "DRAIN" in state:
             break
         time.sleep(1)
-    assert "DRAIN" in state  # Slurm drained the node after the prolog failed
+    assert "DRAIN" in state
+    assert reason.startswith("gpufabric: gpu_xid %s/GPU 0000:18:00; policy molecule-critical; via gate" % NODES[0])
     record = host.check_output("scontrol show job -o %s", job)
-    assert "JobState=COMPLETED" not in record  # the job did not run there
-    assert re.search(r"Restarts=[1-9]|JobState=PENDING|Requeue", record)
+    assert "JobState=COMPLETED" not in record
     host.run("scancel %s", job)
-    # The node was drained by Slurm for the failed prolog, not by us: its reason says so.
-    assert reason and "gpufabric:" not in reason
+    # A second faulty node: the limit is used, so its gate lets the job run (a gate never drains beyond it).
+    fault(NODES[1])
+    gate = node_host(NODES[1]).run("/usr/local/sbin/gpufabric-prolog")
+    assert gate.rc == 0 and drained(host) == [NODES[0]]
 
 
-def test_the_rate_limit_stops_a_second_drain(host):
-    fault(NODES[0], True)
-    fault(NODES[1], True)
-    assert "State=DRAIN" in healthcheck(NODES[0])
+def test_a_node_an_admin_drained_stays_drained(host):
+    host.check_output("scontrol update NodeName=%s State=DRAIN Reason=%s", NODES[1], "memory test")
     out = healthcheck(NODES[1])
-    assert "ran scontrol" not in out
-    assert "rate limit: 1 node(s) already drained by gpufabric in the last 3600 s (gpufabric-ops-node1), at most 1" in out
-    assert "DRAIN" not in show(host, NODES[1])[0]
+    assert "drained by someone else (memory test)" in out
+    fault(NODES[1])
+    healthcheck(NODES[1])
+    assert show(host, NODES[1])[1] == "memory test"

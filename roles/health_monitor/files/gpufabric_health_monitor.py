@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -7,73 +6,32 @@ timer runs it.
 
     python3 monitor.py --config /etc/gpufabric/health-monitor.json [--healthcheck | --gate]
 
-Each run checks the node (node_checks.check_node, the checks of the node_health module), plans
-the messages from the findings and the state the last run saved (monitor.plan, pure), posts them
-to the webhooks, and saves the state. This file holds what touches the world - the clock, the
-state file, HTTP - and imports the rest from the collection's module_utils, copied beside it.
-With a remediation policy it also takes the node out of service (Slurm drain, Kubernetes cordon and
-taint) and back (remediation.decide, pure). --healthcheck is Slurm's HealthCheckProgram (check and
-act, no messages); --gate is Slurm's Prolog (refuse a job on a node that should be drained).
-Exit status: 0 when every message arrived, 1 when one did not, 2 on a bad configuration.
+Each run checks the node (node_checks.check_node, the checks of the node_health module), reports the
+findings to the cluster's one remediation decider when one is configured (the decider alone drains
+and resumes: a node never takes itself out of service), queues what changed since the last run in the
+outbox of its state (monitor.plan) and saves the state, then sends the outbox to the webhooks.
+This file holds what touches the world - the clock, the state directory, HTTP - and imports the rest
+from the collection's module_utils, copied beside it.
+
+--healthcheck is Slurm's HealthCheckProgram: check, report (the decider may drain the node, within its
+limits), queue the messages for the timer, exit 0. --gate is Slurm's Prolog: exit 1 (refuse the job)
+only when the decider has this node out of service.
+Exit status: 0 when every message arrived, 1 when one did not or the state could not be saved, 2 on a
+bad configuration.
 """
 
 from __future__ import absolute_import, division, print_function
 
-import fcntl
 import json
 import os
 import sys
-import tempfile
 import time
-
-from urllib.error import HTTPError, URLError
-from urllib.request import Request, build_opener
 
 # The role puts module_utils under <this directory>/ansible_collections/gpufabric/rdma/plugins/module_utils.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, monitor, node_checks, remediation  # noqa: E402
-
-
-def post(webhook, body, now, timeout=10, opener=None):
-    """Send one message; None when delivered, else the reason (redacted)."""
-    url, data, headers = monitor.build_request(webhook, body, now)
-    request = Request(url, data=data, headers=headers)
-    try:
-        response = (opener or build_opener()).open(request, timeout=timeout)
-        try:
-            status, text = response.getcode(), response.read().decode("utf-8", "replace")
-        finally:
-            response.close()
-    except HTTPError as exc:
-        status, text = exc.code, exc.read().decode("utf-8", "replace") if exc.fp else ""
-    except (URLError, OSError, ValueError) as exc:
-        return monitor.redact("not reachable: %s" % getattr(exc, "reason", exc), webhook)
-    error = monitor.response_error(webhook["type"], status, text)
-    return monitor.redact(error, webhook) if error else None
-
-
-def load_state(path):
-    try:
-        with open(path) as handle:
-            state = json.load(handle)
-    except (IOError, OSError):
-        return monitor.empty_state(), None
-    except ValueError as exc:
-        return monitor.empty_state(), "state file %s is not JSON (%s); starting afresh" % (path, exc)
-    if not isinstance(state, dict) or state.get("version") != monitor.STATE_VERSION:
-        return monitor.empty_state(), "state file %s has another format; starting afresh" % path
-    return state, None
-
-
-def save_state(path, state):
-    directory = os.path.dirname(path) or "."
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o700)
-    handle, tmp = tempfile.mkstemp(dir=directory, prefix=".state.")
-    with os.fdopen(handle, "w") as out:
-        json.dump(state, out, sort_keys=True, indent=1)
-    os.rename(tmp, path)
+from ansible_collections.gpufabric.rdma.plugins.module_utils import (  # noqa: E402
+    delivery, monitor, node_checks, outbox, statefile, webhook)
 
 
 def _say(line):
@@ -85,188 +43,126 @@ def _complain(line):
     sys.stderr.write(line + "\n")
 
 
-def _slurm_epoch(text):
-    """A Slurm timestamp (the controller's local time) as epoch seconds, None when it is not one."""
-    moment = remediation.parse_slurm_time(text)
-    return time.mktime(moment.timetuple()) if moment else None
+def paths(config):
+    return os.path.join(config["state_dir"], "state.json"), os.path.join(config["state_dir"], "lock")
 
 
-class Scheduler(object):
-    """Carries out remediation decisions on one scheduler through its command-line tool."""
-
-    def __init__(self, kind, settings, runner, log):
-        self.kind, self.settings, self.runner, self.log = kind, settings, runner, log
-
-    def _run(self, argv):
-        result = self.runner.run(argv)
-        if not result.ok:
-            raise RuntimeError(result.describe())
-        return result.stdout
-
-    def state_and_view(self, node):
-        if self.kind == "slurm":
-            scontrol, sinfo = self.settings["scontrol"], self.settings["sinfo"]
-            state = remediation.parse_scontrol_node(self._run([scontrol, "show", "node", "-o", node]))
-            view = {}
-            for name, entry in remediation.parse_sinfo_nodes(self._run([sinfo, "-h", "-N", "-o", "%n|%P|%H|%E"])).items():
-                ours = remediation.is_ours(entry["reason"])
-                view[name] = {"partitions": entry["partitions"],
-                              "ours_since": _slurm_epoch(entry["reason_time"]) if ours else None}
-            return state, view, None
-        node_obj = json.loads(self._run(self._kubectl(["get", "node", node, "-o", "json"])))
-        view = remediation.k8s_view(json.loads(self._run(self._kubectl(["get", "nodes", "-o", "json"]))))
-        return remediation.k8s_state(node_obj), view, node_obj
-
-    def _kubectl(self, args):
-        argv = [self.settings["kubectl"]]
-        if self.settings.get("kubeconfig"):
-            argv += ["--kubeconfig", self.settings["kubeconfig"]]
-        return argv + args
-
-    def apply(self, node, decision, node_obj, check, now):
-        if self.kind == "slurm":
-            argv = remediation.slurm_argv(node, decision, self.settings["scontrol"])
-        else:
-            body = remediation.k8s_patch(node_obj, decision, check, now)
-            argv = self._kubectl(["patch", "node", node, "--type", "merge", "-p", json.dumps(body, sort_keys=True)])
-        if argv:
-            self._run(argv)
-        return argv
+def node_name(config):
+    decider = config.get("decider") or {}
+    return decider.get("node") or (config["host"] or os.uname()[1]).split(".")[0]
 
 
-def remediate(config, findings, state, now, runner, log, schedulers=None):
-    """Decide and act on each enabled scheduler; returns {event key: action text} for the messages."""
-    settings = config["remediation"]
-    rules = settings["policy"]
-    causes = remediation.drain_findings(findings, rules)
-    actions = {}
-    record = state.setdefault("remediation", {})
-    for kind in ("slurm", "kubernetes"):
-        if not settings[kind]["enabled"]:
-            continue
-        node = settings[kind]["node"] or (config["host"] or os.uname()[1]).split(".")[0]
-        scheduler = (schedulers or {}).get(kind) or Scheduler(kind, settings[kind], runner, log)
-        try:
-            sched_state, view, node_obj = scheduler.state_and_view(node)
-            decision = remediation.decide(node, findings, rules, sched_state, view, settings["rate_limit"], now)
-            check = causes[0]["check"] if causes else None
-            if not settings["dry_run"]:
-                argv = scheduler.apply(node, decision, node_obj, check, now)
-                if argv:
-                    log("%s: ran %s" % (kind, " ".join(argv)))
-            text = remediation.action_text(kind, decision, settings["dry_run"])
-        except (RuntimeError, ValueError) as exc:
-            decision = {"action": "error", "findings": [], "why": str(exc)}
-            text = "%s: could not act: %s" % (kind, exc)
-        log(text)
-        previous = record.get(kind) or {}
-        record[kind] = {"action": decision["action"], "why": decision.get("why"), "at": monitor.iso(now),
-                        "findings": decision.get("findings") or previous.get("findings") or []}
-        for key in record[kind]["findings"]:
-            actions[key] = (actions[key] + "; " + text) if key in actions else text
-        if decision["action"] == "resume":
-            record[kind]["findings"] = []
-    return actions
+def report(config, result, source, clock=time.time):
+    """Tell the decider what this node found; (answer, None) or (None, why it could not be told).
 
-
-def run_once(config, runner=None, now=None, opener=None, log=_say, notify=True, schedulers=None):
-    """One monitor run: check, act, plan, send, save. Returns the number of messages that failed.
-
-    notify=False (the Slurm HealthCheckProgram) checks and acts but leaves the messages to the timer's
-    next run: their events are saved undelivered.
+    Two requests within the decider's ``timeout``: a nonce (so a recorded report cannot be replayed),
+    then the report signed with the shared secret. The decider answers with its decision.
     """
-    now = time.time() if now is None else now
+    decider = config["decider"]
+    base = decider["url"].rstrip("/")
+    started = clock()
+    answer = webhook.send(base + monitor.CHALLENGE_PATH, b"{}", {"Content-Type": "application/json"},
+                          deadline=decider["timeout"])
+    try:
+        if answer.error or answer.status != 200:
+            raise ValueError(answer.error or "HTTP %s %s" % (answer.status, answer.text.strip()[:200]))
+        nonce = json.loads(answer.text)["nonce"]
+        body = monitor.report_body(node_name(config), result, source, nonce)
+        left = decider["timeout"] - (clock() - started)
+        if left < 1:
+            raise ValueError("no time left within %s s" % decider["timeout"])
+        answer = webhook.send(base + monitor.REPORT_PATH, body, monitor.report_headers(decider["secret"], body),
+                              deadline=left)
+        if answer.error or answer.status != 200:
+            raise ValueError(answer.error or "HTTP %s %s" % (answer.status, answer.text.strip()[:200]))
+        decided = json.loads(answer.text)
+        if not isinstance(decided, dict) or not isinstance(decided.get("decision"), dict):
+            raise ValueError("the answer has no decision")
+        return decided, None
+    except (ValueError, KeyError, TypeError) as exc:
+        return None, "the decider at %s did not take the report: %s" % (base, str(exc)[:300])
+
+
+def _save(state_path, state, log):
+    try:
+        statefile.save_json(state_path, state)
+        return True
+    except statefile.StateError as exc:
+        log("%s: nothing is sent this run, so nothing is sent twice; the findings are checked again next run" % exc)
+        return False
+
+
+def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.time):
+    """One run: check, report to the decider, queue, save, send (the timer only). Returns the number of
+    messages that failed (1 as well when the state could not be saved)."""
+    now = clock() if now is None else now
     host = config["host"] or os.uname()[1]
-    state, warning = load_state(config["state_file"])
-    if warning:
-        log(warning)
-    result = node_checks.check_node(config["checks"], runner, host=host,
-                                    previous_counters=state.get("counters"), history=state.get("history") or [])
-    actions = remediate(config, result["findings"], state, now, runner or commands.Runner(config["checks"]["command_timeout"]),
-                        log, schedulers)
-    names = [w["name"] for w in config["webhooks"]] if notify else []
-    by_name = dict((w["name"], w) for w in config["webhooks"])
-    state, messages = monitor.plan(state, result["findings"], names, now, config["quiet_period"], config["cluster"],
-                                   host, config["min_severity"], config["send_recovery"], actions)
-    failed = 0
-    for key, name, kind in messages:
-        event = state["events"][key]
-        error = post(by_name[name], monitor.payload(config["cluster"], host, event, kind, now), now, config["timeout"],
-                     opener)
-        what = "%s %s %s (%s, %s)" % (kind, event["event_id"], event["check"], event["target"], event["severity"])
-        if error:
-            failed += 1
-            log("webhook %s (%s): could not send %s: %s; the next run tries again" % (name, by_name[name]["type"],
-                                                                                      what, error))
-        else:
-            monitor.delivered(state, key, name, kind, now)
-            log("webhook %s (%s): sent %s" % (name, by_name[name]["type"], what))
-    if notify:
-        monitor.prune(state, names, config["send_recovery"])
-    observed = result["observed"]
-    state["counters"] = {"at": observed["counters_at"], "ports": observed["port_counters"]}
-    state["history"] = observed["history"]
-    state["last_run"] = {"at": monitor.iso(now), "counts": result["counts"], "healthy": result["healthy"],
-                         "messages": len(messages), "failed": failed}
-    save_state(config["state_file"], state)
+    state_path, lock_path = paths(config)
+    try:
+        with statefile.Lock(lock_path):
+            state, warning = statefile.load_json(state_path, monitor.check_state)
+            if warning:
+                log(warning)
+            state = state or monitor.empty_state()
+            result = node_checks.check_node(config["checks"], runner, host=host,
+                                            previous_counters=state.get("counters"), history=state.get("history") or [])
+            if config["decider"]:
+                decided, error = report(config, result, "healthcheck" if mode == "healthcheck" else "timer", clock)
+                log("decider: %s" % (decided.get("text") or decided["decision"].get("why")) if decided else error)
+            names = [w["name"] for w in config["webhooks"]]
+            state, queued = monitor.plan(state, result["findings"], names, now, config["quiet_period"], config["cluster"],
+                                         host, config["min_severity"], config["send_recovery"])
+            observed = result["observed"]
+            state["counters"] = {"at": observed["counters_at"], "ports": observed["port_counters"]}
+            state["history"] = observed["history"]
+            state["last_run"] = {"at": monitor.iso(now), "counts": result["counts"], "healthy": result["healthy"],
+                                 "complete": result["complete"], "queued": len(queued)}
+            if state.pop("dropped", 0):
+                log("outbox full: the oldest messages were dropped to keep %d per webhook" % outbox.MAX_PENDING)
+            if not _save(state_path, state, log):
+                return 1
+    except statefile.StateError as exc:
+        log("%s: nothing is sent this run" % exc)
+        return 1
+    totals = {"sent": 0, "failed": 0, "pending": outbox.count(state["outbox"])}
+    if mode == "timer" and config["webhooks"]:
+        totals = delivery.deliver_state(state_path, lock_path, monitor.check_state, config["webhooks"], log,
+                                        deadline=config["deliver_deadline"], timeout=config["timeout"], clock=clock)
     counts = result["counts"]
-    log("%d finding(s): %d critical, %d warning, %d info; %d open event(s); %d message(s) sent, %d failed" % (
+    log("%d finding(s): %d critical, %d warning, %d info%s; %d open event(s); %d message(s) sent, %d failed, %d waiting" % (
         len(result["findings"]), counts["critical"], counts["warning"], counts["info"],
-        sum(1 for e in state["events"].values() if e["status"] == "open"), len(messages) - failed, failed))
-    return failed
+        "" if result["complete"] else " (incomplete: %s)" % "; ".join(result["unreadable"]),
+        sum(1 for e in state["events"].values() if e["status"] == "open"), totals["sent"], totals["failed"],
+        totals["pending"]))
+    return totals["failed"] + (1 if totals.get("save_error") else 0)
 
 
-def gate(config, runner=None, log=_complain):
-    """The Slurm prolog gate: 1 (refuse the job) when a finding's policy action is drain, else 0.
+def gate(config, runner=None, log=_complain, clock=time.time):
+    """The Slurm prolog gate: 1 (refuse the job) when the decider has this node out of service, else 0.
 
-    It reads the node afresh (rates need the timer's history and are left to it) and changes nothing:
-    Slurm drains the node and requeues the job when a prolog fails.
+    The node never refuses on its own account: refusing makes Slurm drain the node, and only the decider
+    may take a node out of service (within the cluster's limits). A decider that does not answer lets
+    the job run, and says why on stderr (slurmd's log).
     """
     host = config["host"] or os.uname()[1]
+    if not config["decider"]:
+        return 0
     result = node_checks.check_node(config["checks"], runner, host=host, sleep=lambda seconds: None)
-    causes = remediation.drain_findings(result["findings"], config["remediation"]["policy"])
-    if causes:
-        log("gpufabric prolog: refusing the job: %s" % remediation.drain_reason(causes))
+    decided, error = report(config, result, "gate", clock)
+    if decided is None:
+        log("gpufabric prolog: %s; the job is not refused" % error)
+        return 0
+    if decided.get("out_of_service"):
+        log("gpufabric prolog: refusing the job: %s" % (decided.get("text") or decided["decision"].get("why")))
         return 1
     return 0
-
-
-class Lock(object):
-    """An exclusive lock beside the state file, so the timer and the HealthCheckProgram take turns."""
-
-    def __init__(self, state_file, wait=60):
-        self.path, self.wait, self.handle = state_file + ".lock", wait, None
-
-    def __enter__(self):
-        directory = os.path.dirname(self.path) or "."
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o700)
-        self.handle = open(self.path, "a")
-        deadline = time.time() + self.wait
-        while True:
-            try:
-                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return self
-            except (IOError, OSError):
-                if time.time() > deadline:
-                    self.handle.close()
-                    raise RuntimeError("another monitor run holds %s for more than %d s" % (self.path, self.wait))
-                time.sleep(0.2)
-
-    def __exit__(self, *exc):
-        self.handle.close()
 
 
 USAGE = "usage: gpufabric-health-monitor --config FILE [--healthcheck | --gate]"
 
 
 def main(argv=None):
-    """gpufabric-health-monitor --config FILE [--healthcheck | --gate].
-
-    Default (the timer): exit 0 when every message arrived, 1 when one did not. --healthcheck (Slurm's
-    HealthCheckProgram): check and act, no messages, exit 0. --gate (Slurm's Prolog): exit 1 to refuse a
-    job on a node with a finding whose policy action is drain. 2 on bad input everywhere.
-    """
+    """gpufabric-health-monitor --config FILE [--healthcheck | --gate]; see the module docstring."""
     argv = sys.argv[1:] if argv is None else argv
     mode = argv[2] if len(argv) == 3 else None
     if len(argv) not in (2, 3) or argv[0] != "--config" or mode not in (None, "--healthcheck", "--gate"):
@@ -284,15 +180,11 @@ def main(argv=None):
     try:
         if mode == "--gate":
             return gate(config)
-        with Lock(config["state_file"]):
-            failed = run_once(config, notify=mode is None)
+        failed = run_once(config, mode="healthcheck" if mode == "--healthcheck" else "timer")
         return 0 if mode == "--healthcheck" else (1 if failed else 0)
     except node_checks.CheckOptionError as exc:
         _complain("checks: %s" % exc)
         return 2
-    except RuntimeError as exc:
-        _complain(str(exc))
-        return 0 if mode == "--healthcheck" else 1
 
 
 if __name__ == "__main__":

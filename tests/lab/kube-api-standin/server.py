@@ -38,6 +38,60 @@ def merge_patch(target, patch):
     return result
 
 
+class PatchFailed(Exception):
+    pass
+
+
+def _walk(doc, pointer):
+    """(parent, last key) of an RFC 6901 pointer; list indexes as ints, '-' kept."""
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    parent = doc
+    for part in parts[:-1]:
+        try:
+            parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise PatchFailed("the path %s does not exist" % pointer)
+    last = parts[-1]
+    if isinstance(parent, list) and last != "-":
+        try:
+            last = int(last)
+        except ValueError:
+            raise PatchFailed("%s is not a list index" % pointer)
+    return parent, last
+
+
+def json_patch(target, ops):
+    """RFC 6902 add, remove, replace and test; PatchFailed on a failed test or a missing path."""
+    doc = copy.deepcopy(target)
+    for op in ops:
+        parent, key = _walk(doc, op["path"])
+        kind = op["op"]
+        if kind == "test":
+            try:
+                current = parent[key]
+            except (KeyError, IndexError, TypeError):
+                raise PatchFailed("the path %s does not exist" % op["path"])
+            if current != op["value"]:
+                raise PatchFailed("testing value %s failed" % op["path"])
+        elif kind == "add":
+            if isinstance(parent, list):
+                parent.insert(len(parent) if key == "-" else key, copy.deepcopy(op["value"]))
+            else:
+                parent[key] = copy.deepcopy(op["value"])
+        elif kind in ("remove", "replace"):
+            try:
+                if kind == "remove":
+                    del parent[key]
+                else:
+                    parent[key]  # must exist
+                    parent[key] = copy.deepcopy(op["value"])
+            except (KeyError, IndexError, TypeError):
+                raise PatchFailed("the path %s does not exist" % op["path"])
+        else:
+            raise PatchFailed("op %s is not supported here" % kind)
+    return doc
+
+
 class Handler(BaseHTTPRequestHandler):
     nodes_file = log_file = None
 
@@ -93,14 +147,24 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"null")
         url = self._log(body)
         name = url.path.rstrip("/").rsplit("/", 1)[1]
-        if self.headers.get("Content-Type", "").split(";")[0] != "application/merge-patch+json":
-            return self._send(415, {"kind": "Status", "code": 415, "message": "only merge patches here"})
+        kind = self.headers.get("Content-Type", "").split(";")[0]
+        if kind not in ("application/merge-patch+json", "application/json-patch+json"):
+            return self._send(415, {"kind": "Status", "code": 415, "message": "merge and JSON patches only here"})
         with LOCK:
             nodes = self._nodes()
             index = next((i for i, n in enumerate(nodes) if n["metadata"]["name"] == name), None)
             if index is None:
                 return self._not_found(name)
-            patched = merge_patch(nodes[index], body)
+            if kind == "application/json-patch+json":
+                try:
+                    patched = json_patch(nodes[index], body)
+                except PatchFailed as exc:
+                    return self._send(422, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422,
+                                            "reason": "Invalid", "message": str(exc)})
+            else:
+                patched = merge_patch(nodes[index], body)
+            patched.setdefault("metadata", {})["resourceVersion"] = str(
+                int(nodes[index]["metadata"].get("resourceVersion") or 1) + 1)
             if "All" not in parse_qs(url.query).get("dryRun", []):
                 nodes[index] = patched
                 with open(self.nodes_file, "w") as handle:

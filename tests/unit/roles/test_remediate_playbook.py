@@ -1,7 +1,10 @@
 """playbooks/remediate.yml on Kubernetes, at the request level: no API server can run here, so
-kubernetes.core talks to tests/lab/kube-api-standin/server.py, which logs every request. A node with
-an Xid 79 is cordoned and tainted with the exact merge-patch body, in check mode only as a
-server-side dry run, and uncordoned when the fault clears; a node an admin cordoned is left alone."""
+kubernetes.core talks to tests/lab/kube-api-standin/server.py, which logs every request and applies
+JSON patches as the API server does (a failed test op is 422). A node with an Xid 79 is cordoned and
+tainted with a JSON patch that touches only our taint, cordon and annotations (the ledger rides along),
+in check mode only as a server-side dry run; it is uncordoned when the fault clears; a taint another
+controller added in between survives; a node an admin cordoned is left alone; an unreachable node is
+never resumed."""
 
 import json
 import os
@@ -57,9 +60,9 @@ def cluster(tmp_path):
     smi.chmod(0o755)
     (tmp_path / "vars.yml").write_text(json.dumps({
         "remediate_kubeconfig": str(tmp_path / "kubeconfig"),
-        "health_monitor_remediation": {"policy": [{"severity": "critical", "action": "drain"}],
-                                       "rate_limit": {"max_nodes": 1, "max_percent": 100},
-                                       "kubernetes": {"enabled": True}}}))
+        "remediator_settings": {"mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
+                                "rate_limit": {"max_nodes": 1, "max_percent": 100},
+                                "circuit_breaker": {"max_percent": 100}, "kubernetes": {"enabled": True}}}))
     yield tmp_path
     server.terminate()
     server.wait()
@@ -94,29 +97,54 @@ def test_check_mode_sends_only_a_dry_run_and_changes_nothing(cluster):
     assert entry["query"] == {"dryRun": ["All"]}  # a server-side dry run: the API server changes nothing
 
 
-def test_a_fault_cordons_and_taints_with_the_exact_patch_and_recovery_undoes_it(cluster):
+TAINT = {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}
+
+
+def test_a_fault_cordons_and_taints_with_a_json_patch_and_recovery_undoes_only_ours(cluster):
     (cluster / "n1.log").write_text(XID_79)
     out = run(cluster)
     (patch,) = patches(cluster)
-    assert patch["path"] == "/api/v1/nodes/n1" and patch["content_type"].startswith("application/merge-patch+json")
-    stamp = patch["body"]["metadata"]["annotations"]["gpufabric.io/cordoned-at"]
-    # kubernetes.core adds the object's identity to the merge patch the monitor would send.
-    assert patch["body"] == {"apiVersion": "v1", "kind": "Node", "spec": {"unschedulable": True, "taints": [
-        OTHER_TAINT, {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}]},
-        "metadata": {"name": "n1", "annotations": {"gpufabric.io/cordoned-at": stamp}}}
-    assert patch["query"] == {}
-    assert nodes(cluster)["n1"]["spec"]["unschedulable"] is True
+    assert patch["path"] == "/api/v1/nodes/n1" and patch["content_type"].startswith("application/json-patch+json")
+    assert [op["op"] + " " + op["path"] for op in patch["body"]] == [
+        "add /metadata/annotations/gpufabric.io~1remediation", "add /spec/taints/-", "add /spec/unschedulable",
+        "add /metadata/annotations/gpufabric.io~1cordoned-at"]
+    assert patch["body"][1]["value"] == TAINT
+    node = nodes(cluster)["n1"]
+    assert node["spec"] == {"taints": [OTHER_TAINT, TAINT], "unschedulable": True}
+    ledger = json.loads(node["metadata"]["annotations"]["gpufabric.io/remediation"])
+    (drain,) = ledger["drains"]
+    # The checks run on this machine (a local connection): the target names its host.
+    target = drain["findings"][0].split("|", 1)[1]
+    assert drain["findings"] == ["gpu_xid|" + target] and target.endswith("/GPU 0000:18:00")
+    assert drain["by"] == "gpufabric.rdma.remediate" and drain["via"] == "awx" and drain["policy"].startswith("policy-")
+    assert drain["reason"] == "gpufabric: gpu_xid %s; policy %s; via awx" % (target, drain["policy"])
     # n2 was cordoned by an admin and is healthy: left as it is.
-    assert "Kubernetes: no action (drained by someone else (cordoned by someone else)" in out
+    assert "drained by someone else (cordoned by someone else)" in out
     assert nodes(cluster)["n2"]["spec"] == {"unschedulable": True}
 
     run(cluster)  # still faulty: nothing more to do
     assert len(patches(cluster)) == 1
 
+    # Another controller adds its own taint meanwhile; the recovery removes only ours.
+    stored = json.loads((cluster / "nodes.json").read_text())
+    stored[0]["spec"]["taints"].append({"key": "example.com/maintenance", "effect": "NoExecute"})
+    (cluster / "nodes.json").write_text(json.dumps(stored))
     (cluster / "n1.log").write_text("")
     run(cluster)
-    assert patches(cluster)[-1]["body"] == {"apiVersion": "v1", "kind": "Node",
-                                            "spec": {"taints": [OTHER_TAINT], "unschedulable": None},
-                                            "metadata": {"name": "n1", "annotations": {"gpufabric.io/cordoned-at": None}}}
-    assert nodes(cluster)["n1"]["spec"] == {"taints": [OTHER_TAINT]}
-    assert nodes(cluster)["n1"]["metadata"]["annotations"] == {}
+    body = patches(cluster)[-1]["body"]
+    assert {"op": "test", "path": "/spec/taints/1", "value": TAINT} in body
+    assert nodes(cluster)["n1"]["spec"] == {"taints": [OTHER_TAINT, {"key": "example.com/maintenance",
+                                                                     "effect": "NoExecute"}], "unschedulable": False}
+    assert "gpufabric.io/cordoned-at" not in nodes(cluster)["n1"]["metadata"]["annotations"]
+    assert len(json.loads(nodes(cluster)["n1"]["metadata"]["annotations"]["gpufabric.io/remediation"])["resumes"]) == 1
+
+
+def test_a_node_whose_check_fails_is_not_resumed(cluster):
+    (cluster / "n1.log").write_text(XID_79)
+    run(cluster)
+    assert nodes(cluster)["n1"]["spec"]["unschedulable"] is True
+    (cluster / "n1.log").unlink()
+    (cluster / "n1.log").mkdir()  # the kernel log cannot be read: the check is incomplete
+    out = run(cluster)
+    assert "stays drained: the check could not read kernel log" in out
+    assert nodes(cluster)["n1"]["spec"]["unschedulable"] is True and len(patches(cluster)) == 1

@@ -5,11 +5,12 @@ import json
 import os
 import shutil
 import threading
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import monitor
+from ansible_collections.gpufabric.rdma.plugins.module_utils import monitor, outbox, statefile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 # The program the role installs (the clock, the state file, HTTP); the decisions are module_utils/monitor.py.
@@ -38,84 +39,96 @@ def _plan(state, findings, now, **kw):
     return monitor.plan(state, findings, HOOKS, now, kw.pop("quiet_period"), "c1", "n1", **kw)
 
 
-def _deliver_all(state, messages, now):
-    for key, name, kind in messages:
-        monitor.delivered(state, key, name, kind, now)
-    return monitor.prune(state, HOOKS)
+def _deliver(state, name=None, only=None):
+    """What a webhook accepted: take it off the outbox (all webhooks, or one)."""
+    for hook in [name] if name else HOOKS:
+        for message in list(state["outbox"].get(hook) or []):
+            if only is None or only(message["body"]):
+                outbox.sent(state["outbox"], hook, message["id"])
+    return state
 
 
-def test_new_finding_is_sent_once_per_webhook_then_kept_quiet():
-    state, messages = _plan(None, [GPU_LOST, XID13], 1000.0)
+def _waiting(state, hook):
+    return [(m["body"]["fault_type"], m["body"]["status"]) for m in state["outbox"].get(hook) or []]
+
+
+def test_new_finding_is_queued_once_per_webhook_then_kept_quiet():
+    state, queued = _plan(None, [GPU_LOST, XID13], 1000.0)
     # info findings are not events at the default min_severity (warning)
-    assert messages == [("gpu_count|n1", "chat", "new"), ("gpu_count|n1", "pager", "new")]
-    state = _deliver_all(state, messages, 1000.0)
+    assert queued == [("gpu_count|n1", "chat", "new"), ("gpu_count|n1", "pager", "new")]
+    assert _waiting(state, "chat") == [("gpu_count", "new")]
+    state = _deliver(state)
     event_id = state["events"]["gpu_count|n1"]["event_id"]
     assert event_id.startswith("gf-") and len(event_id) == 19
-    state, messages = _plan(state, [dict(GPU_LOST, detail="still 0 of 8")], 1300.0)
-    assert messages == []
+    state, queued = _plan(state, [dict(GPU_LOST, detail="still 0 of 8")], 1300.0)
+    assert queued == []
     # the quiet period over, the fault is sent again; the event keeps its id and first time
-    state, messages = _plan(state, [GPU_LOST], 4600.0)
-    assert messages == [("gpu_count|n1", "chat", "repeat"), ("gpu_count|n1", "pager", "repeat")]
+    state, queued = _plan(state, [GPU_LOST], 4600.0)
+    assert queued == [("gpu_count|n1", "chat", "repeat"), ("gpu_count|n1", "pager", "repeat")]
     assert state["events"]["gpu_count|n1"]["event_id"] == event_id
     assert state["events"]["gpu_count|n1"]["first_seen"] == 1000.0
 
 
-def test_worse_severity_is_sent_at_once():
-    state, messages = _plan(None, [MTU], 10.0)
-    state = _deliver_all(state, messages, 10.0)
-    state, messages = _plan(state, [dict(MTU, severity="critical")], 20.0)
-    assert [m[2] for m in messages] == ["worse", "worse"]
-    state = _deliver_all(state, messages, 20.0)
+def test_worse_severity_is_queued_at_once():
+    state, queued = _plan(None, [MTU], 10.0)
+    state = _deliver(state)
+    state, queued = _plan(state, [dict(MTU, severity="critical")], 20.0)
+    assert [m[2] for m in queued] == ["worse", "worse"]
+    state = _deliver(state)
     # back to warning is not worse, and within the quiet period nothing is sent
-    state, messages = _plan(state, [MTU], 30.0)
-    assert messages == []
+    state, queued = _plan(state, [MTU], 30.0)
+    assert queued == []
 
 
-def test_recovery_goes_to_each_webhook_that_heard_of_the_fault():
-    state, messages = _plan(None, [GPU_LOST, PORT_DOWN], 10.0)
-    assert len(messages) == 4
-    # the pager never got the port message (delivery failed), the chat got everything
-    for key, name, kind in messages:
-        if (key, name) != ("rdma_port_state|n1/erdma_0/1", "pager"):
-            monitor.delivered(state, key, name, kind, 10.0)
-    monitor.prune(state, HOOKS)
-    state, messages = _plan(state, [GPU_LOST, PORT_DOWN], 20.0)
-    assert messages == [("rdma_port_state|n1/erdma_0/1", "pager", "new")]  # the failed one is tried again
-    state, messages = _plan(state, [GPU_LOST], 30.0)  # the port is fixed before the pager heard of it
-    assert messages == [("rdma_port_state|n1/erdma_0/1", "chat", "recovered")]
-    assert state["events"]["rdma_port_state|n1/erdma_0/1"]["cleared_at"] == 30.0
-    state = _deliver_all(state, messages, 30.0)
-    assert list(state["events"]) == ["gpu_count|n1"]  # nothing left to say about the port: dropped
-    state, messages = _plan(state, [], 40.0)
-    assert messages == [("gpu_count|n1", "chat", "recovered"), ("gpu_count|n1", "pager", "recovered")]
-    monitor.delivered(state, "gpu_count|n1", "chat", "recovered", 40.0)
-    monitor.prune(state, HOOKS)
-    state, messages = _plan(state, [], 50.0)  # the pager's recovery failed: tried again, not the chat's
-    assert messages == [("gpu_count|n1", "pager", "recovered")]
-    state = _deliver_all(state, messages, 50.0)
-    assert state["events"] == {}
+def test_a_fault_that_clears_during_an_outage_is_still_told_then_its_recovery_in_order():
+    state, queued = _plan(None, [GPU_LOST, PORT_DOWN], 10.0)
+    state = _deliver(state, "chat")  # the pager is down
+    state, queued = _plan(state, [GPU_LOST], 30.0)  # the port is fixed before the pager heard of it
+    assert queued == [("rdma_port_state|n1/erdma_0/1", "chat", "recovered"),
+                      ("rdma_port_state|n1/erdma_0/1", "pager", "recovered")]
+    assert _waiting(state, "pager") == [("gpu_count", "new"), ("rdma_port_state", "new"),
+                                        ("rdma_port_state", "recovered")]
+    assert list(state["events"]) == ["gpu_count|n1"]  # the port event is done: its messages wait in the outbox
+    # Hours of outage: no repeat piles up behind a message of the same event that still waits.
+    state, queued = _plan(state, [GPU_LOST], 30.0 + 7200)
+    assert queued == [("gpu_count|n1", "chat", "repeat")]
+    state = _deliver(state, "pager")
+    assert _waiting(state, "pager") == []
 
 
 def test_a_fault_back_after_its_recovery_is_a_new_event():
-    state, messages = _plan(None, [GPU_LOST], 10.0)
-    state = _deliver_all(state, messages, 10.0)
+    state, queued = _plan(None, [GPU_LOST], 10.0)
+    state = _deliver(state)
     first = state["events"]["gpu_count|n1"]["event_id"]
-    state, messages = _plan(state, [], 20.0)
-    state = _deliver_all(state, messages, 20.0)
-    state, messages = _plan(state, [GPU_LOST], 30.0)
-    assert [m[2] for m in messages] == ["new", "new"]
+    state, queued = _plan(state, [], 20.0)
+    state = _deliver(state)
+    state, queued = _plan(state, [GPU_LOST], 30.0)
+    assert [m[2] for m in queued] == ["new", "new"]
     assert state["events"]["gpu_count|n1"]["event_id"] != first
 
 
 def test_min_severity_and_no_recovery():
-    state, messages = _plan(None, [GPU_LOST, MTU, XID13], 10.0, min_severity="critical", send_recovery=False)
-    assert [m[0] for m in messages] == ["gpu_count|n1", "gpu_count|n1"]
-    state = _deliver_all(state, messages, 10.0)
-    state, messages = _plan(state, [], 20.0, send_recovery=False)
-    assert messages == []
-    assert monitor.prune(state, HOOKS, send_recovery=False)["events"] == {}
-    ignored, messages = _plan(None, [XID13], 10.0, min_severity="info")
-    assert len(messages) == 2
+    state, queued = _plan(None, [GPU_LOST, MTU, XID13], 10.0, min_severity="critical", send_recovery=False)
+    assert [m[0] for m in queued] == ["gpu_count|n1", "gpu_count|n1"]
+    state = _deliver(state)
+    state, queued = _plan(state, [], 20.0, send_recovery=False)
+    assert queued == [] and state["events"] == {}
+    ignored, queued = _plan(None, [XID13], 10.0, min_severity="info")
+    assert len(queued) == 2
+
+
+def test_queues_are_bounded_and_say_what_fell_off():
+    state = None
+    for i in range(outbox.MAX_PENDING + 5):
+        state, queued = _plan(state, [dict(GPU_LOST, target="n1/%d" % i)], float(i), send_recovery=False)
+    assert len(state["outbox"]["chat"]) == outbox.MAX_PENDING and state["dropped"] == 10
+
+
+def test_damaged_states_are_refused_by_shape():
+    for bad in ({"version": 1, "events": {}}, {"version": 2, "events": []},
+                {"version": 2, "events": {"k": {"event_id": 5}}}, {"version": 2, "events": {}, "outbox": []}):
+        with pytest.raises(ValueError):
+            monitor.check_state(bad)
 
 
 def test_signatures_match_openssl():
@@ -188,6 +201,19 @@ def test_redact_removes_url_parts_and_secret():
                           "abcdef123456 dingtalk", hook) == "failed *** *** *** dingtalk"
     slack = {"url": "https://hooks.slack.com/services/T0123ABCD/B0123ABCD/XyZ123abcDEF456ghiJKL789"}
     assert monitor.redact("no answer from XyZ123abcDEF456ghiJKL789 in services", slack) == "no answer from *** in services"
+
+
+def test_redact_covers_tokens_without_digits_and_tokens_cut_short():
+    lark = {"url": "https://open.feishu.cn/open-apis/bot/v2/hook/onlyLettersTokenHereNoDigits"}
+    assert "onlyLetters" not in monitor.redact("hook onlyLettersTokenHereNoDigits invalid", lark)
+    # The service echoed the URL and the text is longer than the cut: replaced first, then cut.
+    echoed = "error: " + "x" * 190 + " https://open.feishu.cn/open-apis/bot/v2/hook/onlyLettersTokenHereNoDigits"
+    cut = monitor.redact(echoed, lark, limit=200)
+    assert len(cut) <= 200 and "onlyLett" not in cut and "TokenHere" not in cut
+    # The other side cut the token itself: the start of it at the end of the text goes too.
+    assert monitor.redact("bad token onlyLettersToken", lark) == "bad token ***"
+    userinfo = {"url": "https://user:pa55word@example.com/hook"}
+    assert "pa55word" not in monitor.redact("auth failed for user:pa55word", userinfo)
 
 
 @pytest.mark.parametrize("config,message", [
@@ -265,7 +291,7 @@ def node(tmp_path):
 
 def _config(node, base, **extra):
     config = {
-        "cluster": "lab", "host": "node-a", "state_file": str(node / "state" / "state.json"), "quiet_period": 3600,
+        "cluster": "lab", "host": "node-a", "state_dir": str(node / "state"), "quiet_period": 3600,
         "checks": {"expected_gpu_count": 8, "expected_rdma_devices": 1, "sysfs_root": str(node / "sys"),
                    "procfs_root": str(node), "kernel_log": str(node / "kern.log"),
                    "nvidia_smi_path": str(node / "absent-nvidia-smi")},
@@ -280,7 +306,13 @@ def _config(node, base, **extra):
              "insecure_http": True},
         ]}
     config.update(extra)
+    os.makedirs(config["state_dir"], exist_ok=True)  # the role creates it
     return monitor.check_config(config)
+
+
+def _state(config):
+    with open(os.path.join(config["state_dir"], "state.json")) as handle:
+        return json.load(handle)
 
 
 def test_runs_against_a_real_receiver(node, receiver):
@@ -302,8 +334,9 @@ def test_runs_against_a_real_receiver(node, receiver):
     for secret in SECRETS.values():
         assert secret not in raw
     assert not any("tok-" in line for line in lines)
-    assert lines[-1] == ("2 finding(s): 2 critical, 0 warning, 0 info; 2 open event(s); 8 message(s) sent, 0 failed")
-    assert oct(os.stat(config["state_file"]).st_mode & 0o777) == "0o600"
+    assert lines[-1] == ("2 finding(s): 2 critical, 0 warning, 0 info (incomplete: nvidia-smi: nvidia-smi not found); "
+                         "2 open event(s); 8 message(s) sent, 0 failed, 0 waiting")
+    assert oct(os.stat(os.path.join(config["state_dir"], "state.json")).st_mode & 0o777) == "0o600"
 
     assert program.run_once(config, log=lines.append) == 0
     assert len(received()) == 8  # nothing new: quiet
@@ -325,7 +358,7 @@ def test_a_failed_delivery_is_retried_and_reported(node, receiver):
     assert [line for line in lines if "could not send" in line] == [
         "webhook flaky (generic): could not send new %s nvidia_smi (node-a, critical): HTTP 500 "
         '{"ok": false, "error": "flaky endpoint: failing on purpose"}; the next run tries again'
-        % json.loads(open(config["state_file"]).read())["events"]["nvidia_smi|node-a"]["event_id"]]
+        % _state(config)["events"]["nvidia_smi|node-a"]["event_id"]]
     assert program.run_once(config, log=lines.append) == 0
     assert program.run_once(config, log=lines.append) == 0
     assert [(r["status"], r["json"]["status"]) for r in received()] == [(500, "new"), (200, "new")]
@@ -365,7 +398,7 @@ def test_counters_rising_between_two_runs_are_rates_over_the_history(node, recei
     config["checks"]["expected_gpu_count"] = None
     assert program.run_once(config, log=[].append, now=1000.0) == 0
     assert received() == []  # one reading: nothing to compare with yet
-    state = json.loads(open(config["state_file"]).read())
+    state = _state(config)
     assert state["counters"]["ports"] == {"erdma_0/1": {"link_downed": 3, "symbol_error": 0}}
     assert state["history"] == [{"at": state["history"][0]["at"],
                                  "counters": {"erdma_0/1|link_downed": 3, "erdma_0/1|symbol_error": 0}}]
@@ -374,6 +407,117 @@ def test_counters_rising_between_two_runs_are_rates_over_the_history(node, recei
     (event,) = [r["json"] for r in received()]
     assert (event["fault_type"], event["severity"], event["target"]) == ("link_flap", "critical", "node-a/erdma_0/1")
     assert event["detail"].startswith("link_downed rose by 2 in ")
+
+
+def test_a_hung_webhook_neither_starves_the_others_nor_makes_them_repeat(node, receiver):
+    base, received = receiver
+    config = _config(node, base, timeout=2, deliver_deadline=4, webhooks=[
+        {"name": "stuck", "type": "generic", "url": base + "/hang/events"},
+        {"name": "events", "type": "generic", "url": base + "/generic/events", "secret": SECRETS["generic"],
+         "insecure_http": True}])
+    lines = []
+    started = time.time()
+    assert program.run_once(config, log=lines.append) == 1
+    assert time.time() - started < 10
+    healthy = [r for r in received() if r["kind"] == "generic"]
+    assert [r["json"]["status"] for r in healthy] == ["new"]
+    assert any("webhook stuck (generic): could not send new" in line and "no complete answer within 2 s" in line
+               for line in lines), lines
+    program.run_once(config, log=lines.append)  # the stuck one is tried again; the healthy one hears nothing twice
+    assert len([r for r in received() if r["kind"] == "generic"]) == 1
+    assert [m["body"]["status"] for m in _state(config)["outbox"]["stuck"]] == ["new"]
+
+
+@pytest.mark.parametrize("path, error", [
+    ("/status/500/x", "HTTP 500"), ("/status/429/x", "HTTP 429"),
+    ("/redirect/301/x", "answered HTTP 301 (a redirect), which is not followed for a POST"),
+    ("/redirect/302/x", "answered HTTP 302 (a redirect)"), ("/redirect/307/x", "answered HTTP 307 (a redirect)"),
+    ("/drip/x", "no complete answer within 2 s"), ("/drip-headers/x", "no complete answer within 2 s"),
+    ("/huge/x", "the answer was larger than 65536 bytes and was not read whole"),
+])
+def test_a_misbehaving_receiver_is_a_failure_kept_for_the_next_run(node, receiver, path, error):
+    base, received = receiver
+    config = _config(node, base, timeout=2, deliver_deadline=5,
+                     webhooks=[{"name": "bad", "type": "generic", "url": base + path, "secret": SECRETS["generic"],
+                                "insecure_http": True}])
+    lines = []
+    started = time.time()
+    assert program.run_once(config, log=lines.append) == 1
+    assert time.time() - started < 12
+    assert any(error in line for line in lines), lines
+    assert [m["body"]["status"] for m in _state(config)["outbox"]["bad"]] == ["new"]
+    if "redirect" in path:  # one POST with its body; nothing followed it anywhere
+        assert [(r["path"], r["method"] if "method" in r else "POST") for r in received()] == [(path, "POST")]
+        assert not any(r["path"].startswith("/generic") for r in received())
+
+
+def test_a_full_disk_sends_nothing_and_says_so_then_nothing_twice(node, receiver, monkeypatch):
+    base, received = receiver
+    config = _config(node, base, webhooks=[{"name": "events", "type": "generic", "url": base + "/generic/e",
+                                            "secret": SECRETS["generic"], "insecure_http": True}])
+    assert program.run_once(config, log=[].append) == 0
+    assert len(received()) == 1
+    real_save = statefile.save_json
+
+    def full(path, data):
+        raise statefile.StateError("could not save %s: No space left on device" % path)
+    monkeypatch.setattr(statefile, "save_json", full)
+    (node / "kern.log").write_text("2026-11-23T18:00:00+00:00 node-a kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, "
+                                   "name=python, GPU has fallen off the bus.\n")
+    lines = []
+    assert program.run_once(config, log=lines.append) == 1
+    assert any("No space left on device: nothing is sent this run, so nothing is sent twice" in line for line in lines)
+    assert len(received()) == 1
+    monkeypatch.setattr(statefile, "save_json", real_save)
+    assert program.run_once(config, log=[].append) == 0
+    assert sorted(r["json"]["fault_type"] for r in received()) == ["gpu_xid", "nvidia_smi"]
+    assert program.run_once(config, log=[].append) == 0
+    assert len(received()) == 2
+
+
+def test_a_full_disk_after_a_delivery_stops_the_run(node, receiver, monkeypatch):
+    base, received = receiver
+    config = _config(node, base, webhooks=[{"name": "events", "type": "generic", "url": base + "/generic/e",
+                                            "secret": SECRETS["generic"], "insecure_http": True}])
+    port_state = node / "sys" / "class" / "infiniband" / "erdma_0" / "ports" / "1" / "state"
+    port_state.write_text("1: DOWN\n")
+    real_save, saves = statefile.save_json, []
+
+    def fill_up(path, data):  # the state with both messages queued is saved; the first delivery cannot be
+        saves.append(path)
+        if len(saves) > 1:
+            raise statefile.StateError("could not save %s: No space left on device" % path)
+        real_save(path, data)
+    monkeypatch.setattr(statefile, "save_json", fill_up)
+    lines = []
+    assert program.run_once(config, log=lines.append) == 1
+    assert len(received()) == 1  # the second is not sent: it could not have been recorded either
+    assert any("but could not save" in line and "stopping, so nothing more is sent" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("damage", ["directory", "events-list", "not-json"])
+def test_a_damaged_state_is_set_aside_once_and_the_run_goes_on(node, receiver, damage):
+    base, received = receiver
+    config = _config(node, base, webhooks=[{"name": "events", "type": "generic", "url": base + "/generic/e",
+                                            "secret": SECRETS["generic"], "insecure_http": True}])
+    path = os.path.join(config["state_dir"], "state.json")
+    if damage == "directory":
+        os.mkdir(path)
+    elif damage == "events-list":
+        with open(path, "w") as handle:
+            json.dump({"version": monitor.STATE_VERSION, "events": [], "outbox": {}}, handle)
+    else:
+        with open(path, "w") as handle:
+            handle.write("{half")
+    lines = []
+    assert program.run_once(config, log=lines.append) == 0
+    warnings = [line for line in lines if "set aside as" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(path + " could not be used")
+    assert len([p for p in os.listdir(config["state_dir"]) if p.startswith("state.json.damaged-")]) == 1
+    assert len(received()) == 1
+    lines = []
+    assert program.run_once(config, log=lines.append) == 0
+    assert not [line for line in lines if "set aside" in line] and len(received()) == 1
 
 
 def test_check_options_are_validated_like_the_module():
@@ -387,18 +531,22 @@ def test_check_options_are_validated_like_the_module():
         assert str(error.value) == message
 
 
-def test_the_role_installs_everything_the_monitor_imports():
-    """roles/health_monitor copies a fixed list of module_utils to the node: it must be the import closure."""
+@pytest.mark.parametrize("role, program, listed_as", [
+    ("health_monitor", PROGRAM, "health_monitor_module_utils"),
+    ("remediator", os.path.join(ROOT, "roles", "remediator", "files", "gpufabric_remediator.py"), "remediator_module_utils"),
+])
+def test_the_role_installs_everything_its_program_imports(role, program, listed_as):
+    """Each role copies a fixed list of module_utils to the host: it must be its program's import closure."""
     import ast
     import yaml
     base = os.path.join(ROOT, "plugins", "module_utils")
-    needed, todo = set(), [PROGRAM]
+    needed, todo = set(), [program]
     while todo:
         name = todo.pop()
         if name in needed:
             continue
         needed.add(name)
-        with open(name if name == PROGRAM else os.path.join(base, name + ".py")) as handle:
+        with open(name if name == program else os.path.join(base, name + ".py")) as handle:
             tree = ast.parse(handle.read())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
@@ -408,91 +556,6 @@ def test_the_role_installs_everything_the_monitor_imports():
             assert not (isinstance(node, (ast.Import, ast.ImportFrom)) and
                         ((getattr(node, "module", None) or "").startswith("ansible.") or
                          any(a.name.startswith("ansible.") for a in getattr(node, "names", [])))), name
-    with open(os.path.join(ROOT, "roles", "health_monitor", "vars", "main.yml")) as handle:
-        listed = yaml.safe_load(handle)["health_monitor_module_utils"]
-    assert sorted(listed) == sorted(needed - {PROGRAM})
-
-
-KUBE_SERVER = os.path.join(ROOT, "tests", "lab", "kube-api-standin", "server.py")
-FAKE_KUBECTL = os.path.join(ROOT, "tests", "stubs", "fake_kubectl.py")
-
-
-@pytest.fixture
-def kube(tmp_path):
-    """The stand-in API server with one Node (node-a) and a kubeconfig for it; yields (kubeconfig, requests)."""
-    import subprocess
-    import sys
-    import time
-    (tmp_path / "nodes.json").write_text(json.dumps([
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}, "spec": {}},
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-b"}, "spec": {}}]))
-    portfile = tmp_path / "port"
-    server = subprocess.Popen([sys.executable, KUBE_SERVER, str(tmp_path / "nodes.json"),
-                               str(tmp_path / "requests.jsonl"), str(portfile)])
-    for attempt in range(100):
-        if portfile.exists() and portfile.read_text():
-            break
-        time.sleep(0.05)
-    (tmp_path / "kubeconfig").write_text(json.dumps({"clusters": [{"cluster": {
-        "server": "http://127.0.0.1:%s" % portfile.read_text()}}]}))
-
-    def requests():
-        log = tmp_path / "requests.jsonl"
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    yield str(tmp_path / "kubeconfig"), requests
-    server.terminate()
-    server.wait()
-
-
-def test_a_fault_cordons_through_kubectl_and_the_message_says_so(node, receiver, kube):
-    base, received = receiver
-    kubeconfig, requests = kube
-    (node / "kern.log").write_text("2026-11-23T18:00:00+00:00 node-a kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, "
-                                   "name=python, GPU has fallen off the bus.\n")
-    config = _config(node, base, webhooks=[{"name": "events", "type": "generic", "url": base + "/generic/e",
-                                            "secret": SECRETS["generic"], "insecure_http": True}],
-                     remediation={"policy": [{"check": "gpu_xid", "action": "drain"}],
-                                  "rate_limit": {"max_nodes": 1, "max_percent": 50},
-                                  "kubernetes": {"enabled": True, "kubectl": FAKE_KUBECTL, "kubeconfig": kubeconfig}})
-    lines = []
-    assert program.run_once(config, log=lines.append, now=1700000000.0) == 0
-    (patch,) = [r for r in requests() if r["method"] == "PATCH"]
-    assert patch["path"] == "/api/v1/nodes/node-a"
-    assert patch["body"] == {"spec": {"unschedulable": True, "taints": [
-        {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}]},
-        "metadata": {"annotations": {"gpufabric.io/cordoned-at": "1700000000"}}}
-    xid = [r["json"] for r in received() if r["json"]["fault_type"] == "gpu_xid"]
-    assert xid and xid[0]["action"] == "Kubernetes: cordoned and tainted node-a (gpufabric: gpu_xid node-a/GPU 0000:18:00)"
-    assert any(line.startswith("kubernetes: ran %s --kubeconfig" % FAKE_KUBECTL) for line in lines)
-    # The fault clears: uncordoned, our taint and annotation gone; the recovery message says so.
-    (node / "kern.log").write_text("")
-    assert program.run_once(config, log=lines.append, now=1700000300.0) == 0
-    patch = [r for r in requests() if r["method"] == "PATCH"][-1]
-    assert patch["body"] == {"spec": {"taints": None, "unschedulable": None},
-                             "metadata": {"annotations": {"gpufabric.io/cordoned-at": None}}}
-    recovered = [r["json"] for r in received() if r["json"]["status"] == "recovered" and r["json"]["fault_type"] == "gpu_xid"]
-    assert recovered and recovered[0]["action"].startswith("Kubernetes: uncordoned and untainted node-a")
-
-
-def test_dry_run_decides_and_reports_but_changes_nothing(node, receiver, kube):
-    base, received = receiver
-    kubeconfig, requests = kube
-    (node / "kern.log").write_text("2026-11-23T18:00:00+00:00 node-a kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, "
-                                   "name=python, GPU has fallen off the bus.\n")
-    config = _config(node, base, webhooks=[], remediation={
-        "policy": [{"severity": "critical", "action": "drain"}], "dry_run": True, "rate_limit": {"max_percent": 50},
-        "kubernetes": {"enabled": True, "kubectl": FAKE_KUBECTL, "kubeconfig": kubeconfig}})
-    lines = []
-    program.run_once(config, log=lines.append, now=1700000000.0)
-    assert [r for r in requests() if r["method"] == "PATCH"] == []
-    assert any("Kubernetes: dry run, would have cordoned and tainted node-a" in line for line in lines)
-
-
-def test_a_scheduler_that_does_not_answer_is_reported_not_fatal(node, receiver):
-    base, received = receiver
-    config = _config(node, base, webhooks=[], remediation={
-        "policy": [{"severity": "critical", "action": "drain"}],
-        "slurm": {"enabled": True, "scontrol": str(node / "no-scontrol"), "sinfo": str(node / "no-sinfo")}})
-    lines = []
-    program.run_once(config, log=lines.append, now=1700000000.0)
-    assert any(line.startswith("slurm: could not act: ") for line in lines)
+    with open(os.path.join(ROOT, "roles", role, "vars", "main.yml")) as handle:
+        listed = yaml.safe_load(handle)[listed_as]
+    assert sorted(listed) == sorted(needed - {program})

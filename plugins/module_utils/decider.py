@@ -1,0 +1,252 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one decider of a cluster, where it touches the world: the scheduler's records and clock, the
+ledger and outbox on disk, the drain and resume commands. The decisions are remediation.plan's (pure).
+
+The remediator service (roles/remediator/files/gpufabric_remediator.py) calls ``decide`` for each batch
+of node reports; the ``remediate`` module (playbooks/remediate.yml, AWX) calls it once for the whole
+inventory. Both take the same lock and read the same ledger, so there is one decider even when both run:
+
+1. lock the state directory; read the ledger and outbox (a damaged file is set aside);
+2. read the whole fleet and the clock from the scheduler (Slurm: `sinfo` with SLURM_TIME_FORMAT=%s and
+   `sdiag`; Kubernetes: `kubectl get nodes -o json`); anything unreadable stops here - could not act;
+3. plan (pure), save the ledger and the messages before anything is done (a full disk stops here);
+4. carry out each drain and resume after reading the node again (a node someone else drained or resumed
+   meanwhile is left alone), record what failed, save again.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import socket
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, monitor, outbox, remediation, statefile
+
+
+class CouldNotAct(Exception):
+    """The scheduler could not be read or did not do what was asked; the message says which and why."""
+
+
+def _ok(result, what):
+    if not result.ok:
+        raise CouldNotAct("%s: %s" % (what, result.describe()))
+    return result.stdout
+
+
+class Slurm(object):
+    """Slurm through its own tools; times as epoch seconds (SLURM_TIME_FORMAT=%s), so no time zone of
+    the decider's or of a node's can shift them, and the clock is slurmctld's own (sdiag)."""
+
+    kind = "slurm"
+
+    def __init__(self, settings, timeout):
+        self.settings = settings
+        self.runner = commands.Runner(timeout, env=dict(os.environ, SLURM_TIME_FORMAT="%s"))
+        self.note = None
+
+    def read(self):
+        """(fleet, now, ledger records or None)"""
+        out = _ok(self.runner.run([self.settings["sinfo"], "-h", "-N", "-o", remediation.SINFO_FORMAT]), "sinfo")
+        try:
+            fleet = remediation.parse_sinfo_fleet(out)
+        except ValueError as exc:
+            raise CouldNotAct("sinfo: %s" % exc)
+        result = self.runner.run([self.settings["sdiag"]])
+        now = remediation.parse_sdiag_time(result.stdout) if result.ok else None
+        if now is None:
+            raise CouldNotAct("sdiag gave no clock (%s): the limits are counted by slurmctld's clock only"
+                              % (result.describe() if not result.ok else "no 'sdiag output at' line"))
+        return fleet, now, None
+
+    def node(self, name):
+        out = _ok(self.runner.run([self.settings["scontrol"], "show", "node", "-o", name]), "scontrol show node")
+        try:
+            return remediation.parse_scontrol_node(out)
+        except ValueError as exc:
+            raise CouldNotAct("scontrol show node %s: %s" % (name, exc))
+
+    def apply(self, decision, record, now):
+        """Carry out a drain or resume, after reading the node again; returns the argv run."""
+        node = self.node(decision["node"])
+        if decision["action"] == "drain" and node["drained"]:
+            raise CouldNotAct("%s was drained meanwhile (%s): left as it is" % (decision["node"], node["reason"]))
+        if decision["action"] == "resume" and (not node["drained"] or node["reason"] != decision["reason"]):
+            raise CouldNotAct("%s changed meanwhile (now %s, %s): not resumed" % (decision["node"], node["state"],
+                                                                                  node["reason"] or "no reason"))
+        argv = remediation.slurm_argv(decision["node"], decision, self.settings["scontrol"])
+        _ok(self.runner.run(argv), "scontrol update")
+        return argv
+
+
+class Kubernetes(object):
+    """Kubernetes through kubectl: the ledger lives on each Node (an annotation), every change is a JSON
+    patch that touches only our taint, our cordon and our annotations."""
+
+    kind = "kubernetes"
+
+    def __init__(self, settings, timeout, clock):
+        self.settings = settings
+        self.runner = commands.Runner(timeout)
+        self.clock = clock
+        self.objects = {}
+
+    def _kubectl(self, args):
+        argv = [self.settings["kubectl"]]
+        if self.settings.get("kubeconfig"):
+            argv += ["--kubeconfig", self.settings["kubeconfig"]]
+        return argv + args
+
+    def read(self):
+        out = _ok(self.runner.run(self._kubectl(["get", "nodes", "-o", "json"])), "kubectl get nodes")
+        try:
+            fleet, records, self.objects = remediation.k8s_fleet(json.loads(out))
+        except ValueError as exc:  # JSON errors too
+            raise CouldNotAct("kubectl get nodes: %s" % str(exc)[:300])
+        return fleet, self.clock(), records
+
+    def apply(self, decision, record, now):
+        patch = remediation.k8s_json_patch(self.objects.get(decision["node"]), decision, record, now)
+        argv = self._kubectl(["patch", "node", decision["node"], "--type", "json", "-p", json.dumps(patch, sort_keys=True)])
+        _ok(self.runner.run(argv), "kubectl patch")
+        return argv[:-2] + ["-p", "<json patch>"]
+
+
+def scheduler_for(settings, timeout, clock):
+    if settings["slurm"]["enabled"]:
+        return Slurm(settings["slurm"], timeout)
+    if settings["kubernetes"]["enabled"]:
+        return Kubernetes(settings["kubernetes"], timeout, clock)
+    raise CouldNotAct("no scheduler enabled: set remediation slurm.enabled or kubernetes.enabled")
+
+
+def check_state(data):
+    if not isinstance(data, dict):
+        raise ValueError("not an object")
+    remediation.check_ledger(data.get("ledger"))
+    outbox.check(data.get("outbox"))
+    return data
+
+
+def empty_state():
+    return {"ledger": remediation.empty_ledger(), "outbox": {}, "last_error": None}
+
+
+def paths(state_dir):
+    return os.path.join(state_dir, "decider.json"), os.path.join(state_dir, "decider.lock")
+
+
+def default_name():
+    return "gpufabric-remediator@%s" % socket.gethostname().split(".")[0]
+
+
+def _queue(state, config, messages, now, log):
+    names = [w["name"] for w in config["webhooks"]]
+    for message in messages:
+        body = monitor.decision_payload(config["cluster"], config["name"] or default_name(), message, now)
+        dropped = outbox.enqueue(state["outbox"], names, body, now)
+        if dropped:
+            log("outbox full: %d old message(s) dropped to keep %d per webhook" % (dropped, outbox.MAX_PENDING))
+
+
+def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
+    """Decide (and with ``act``, carry out) for a batch of reports {node: report}.
+
+    Returns {"decisions": [...], "breaker": {...}, "error": None or why nothing was done, "warning": ...}.
+    ``act=False`` (check mode) reads the scheduler and the ledger, plans, and changes nothing anywhere.
+    """
+    settings = config["remediation"]
+    state_path, lock_path = paths(config["state_dir"])
+    scheduler = scheduler or scheduler_for(settings, config["command_timeout"], clock)
+    decider_name = config["name"] or default_name()
+    try:
+        with statefile.Lock(lock_path, lock_wait):
+            state, warning = statefile.load_json(state_path, check_state)
+            if warning:
+                log(warning)
+            state = state or empty_state()
+            try:
+                fleet, now, records = scheduler.read()
+            except CouldNotAct as exc:
+                return _could_not_act(state, state_path, config, reports, str(exc), clock(), log, act, warning)
+            ledger = state["ledger"]
+            if records is not None:  # Kubernetes: the per-node ledger lives on the Nodes
+                ledger = dict(ledger, nodes=dict(records))
+            result = remediation.plan(reports, fleet, ledger, settings, now, decider_name)
+            if not act:
+                out_of_service(result, fleet)
+                return dict(result, error=None, warning=warning, now=now)
+            state["ledger"] = result["ledger"]
+            state["last_error"] = None
+            _queue(state, config, remediation.messages(result, scheduler.kind), now, log)
+            try:
+                statefile.save_json(state_path, state)
+            except statefile.StateError as exc:
+                return dict(result, error="%s: nothing was done (a decision that cannot be recorded is not carried out)"
+                            % exc, warning=warning, now=now, decisions=[dict(d, action="none", error=str(exc))
+                                                                        for d in result["decisions"]])
+            failed = []
+            for decision in result["decisions"]:
+                if decision["action"] not in ("drain", "resume") or decision["shadow"]:
+                    continue
+                record = state["ledger"]["nodes"].get(decision["node"]) or {}
+                try:
+                    argv = scheduler.apply(decision, record, now)
+                    decision["done"] = True
+                    log("%s: ran %s" % (scheduler.kind, " ".join(argv)))
+                except (CouldNotAct, ValueError) as exc:
+                    decision["done"], decision["error"] = False, str(exc)
+                    failed.append(decision)
+                    if decision["action"] == "drain" and record.get("drains"):
+                        record["drains"].pop()  # it did not happen: it must not count towards escalation
+                    log("%s: could not act on %s: %s" % (scheduler.kind, decision["node"], exc))
+            out_of_service(result, fleet)
+            if failed:
+                nothing = {"opened": [], "closed": [], "shares": {}}
+                _queue(state, config, remediation.messages({"decisions": failed, "breaker": nothing}, scheduler.kind),
+                       now, log)
+                try:
+                    statefile.save_json(state_path, state)
+                except statefile.StateError as exc:
+                    log("%s; the failures above are not recorded" % exc)
+            return dict(result, error=None, warning=warning, now=now)
+    except statefile.StateError as exc:
+        return {"decisions": [_none(node, str(exc)) for node in sorted(reports)], "error": str(exc),
+                "breaker": {"open": [], "opened": [], "closed": [], "shares": {}}, "warning": None, "now": None}
+
+
+def out_of_service(result, fleet):
+    """Whether each node is out of service by gpufabric once the batch is carried out (the prolog gate
+    refuses a job exactly then); a shadow decision changes nothing."""
+    for decision in result["decisions"]:
+        entry = fleet.get(decision["node"]) or {}
+        ours = bool(entry.get("drained")) and remediation.is_ours(entry.get("reason"))
+        done = decision.get("done") and not decision["shadow"]
+        decision["out_of_service"] = bool((decision["action"] == "drain" and done)
+                                          or (ours and not (decision["action"] == "resume" and done)))
+
+
+def _none(node, why):
+    return {"node": node, "action": "none", "held": False, "why": "could not act: %s" % why, "reason": None,
+            "findings": [], "escalated": False, "shadow": False, "policy": None, "via": None, "error": why,
+            "out_of_service": False}
+
+
+def _could_not_act(state, state_path, config, reports, why, now, log, act, warning):
+    """Nothing can be decided: every report gets 'could not act'; the humans hear it once per cause."""
+    log("could not act: %s" % why)
+    if act and state.get("last_error") != why:
+        state["last_error"] = why
+        _queue(state, config, [{"node": config["name"] or default_name(), "check": "remediation", "target": "scheduler",
+                                "severity": "critical", "status": "could-not-act", "policy": None,
+                                "detail": "the decider could not read the scheduler: %s; nothing is drained or resumed "
+                                          "until it can" % why, "action": "could not act"}], now, log)
+        try:
+            statefile.save_json(state_path, state)
+        except statefile.StateError as exc:
+            log(str(exc))
+    return {"decisions": [_none(node, why) for node in sorted(reports)], "error": why, "warning": warning,
+            "breaker": {"open": [], "opened": [], "closed": [], "shares": {}}, "now": now}

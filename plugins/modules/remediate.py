@@ -1,0 +1,187 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: remediate
+short_description: Drain and resume Slurm nodes from their findings, as the cluster's one decider
+version_added: 0.2.0
+author: gpufabric.rdma maintainers (@gpufabric)
+description:
+  - Runs on the Slurm controller host and makes the remediation decisions for every node in O(reports) at once,
+    with the same code, lock and ledger as the remediator service (role P(gpufabric.rdma.remediator#role)), so
+    an AWX run and the service are one decider - their drains count against one limit.
+  - Reads the whole fleet and slurmctld's clock (C(sinfo) with C(SLURM_TIME_FORMAT=%s), C(sdiag)), decides with the
+    policy, shadow mode, circuit breaker, rate limits (drains and resumes) and escalation of O(remediation), records
+    the decisions and their messages in the ledger under O(state_dir), then drains and resumes (each node read again
+    first), and sends the messages to O(webhooks).
+  - A node missing from O(reports) (unreachable, or its check failed) is not decided at all - it is never resumed.
+    A report with C(complete=false) never resumes a node either.
+  - Check mode reads the scheduler and the ledger and returns every decision; it changes nothing anywhere.
+  - Fails with the reason when the scheduler cannot be read or prints something it cannot parse (could not act),
+    or when the ledger cannot be saved (then nothing is done).
+options:
+  reports:
+    description:
+      - Slurm node name to what M(gpufabric.rdma.node_health) returned for it (C(findings), C(complete),
+        C(unreadable)).
+    type: dict
+    required: true
+  remediation:
+    description:
+      - The decider's settings - C(mode) (V(shadow) or V(enforce)), C(policy), C(policy_name), C(rate_limit),
+        C(circuit_breaker), C(escalation), C(slurm) - as the remediator role's variables give them.
+    type: dict
+    required: true
+  cluster:
+    description: Cluster name in every message.
+    type: str
+    default: gpufabric
+  webhooks:
+    description: Where the decisions are posted (the health monitor's webhook format).
+    type: list
+    elements: dict
+    default: []
+  state_dir:
+    description: The decider's directory (ledger, outbox, lock); created, and owned, when missing.
+    type: path
+    default: /var/lib/gpufabric-remediator
+  name:
+    description: Who decided, in every record and message (default C(gpufabric-remediator@<host>)).
+    type: str
+  command_timeout:
+    description: Seconds each scheduler command may take before it is killed.
+    type: int
+    default: 30
+"""
+
+EXAMPLES = r"""
+- name: Decide and act on Slurm (on the controller)
+  gpufabric.rdma.remediate:
+    reports: "{{ dict(groups['gpu'] | zip(groups['gpu'] | map('extract', hostvars, '__health') | list)) }}"
+    remediation:
+      mode: enforce
+      policy:
+        - {severity: critical, action: drain}
+      rate_limit: {max_nodes: 1, max_percent: 10, interval: 3600}
+      slurm: {enabled: true}
+"""
+
+RETURN = r"""
+decisions:
+  description:
+    - One per reported node - C(node), C(action) (C(drain), C(resume), C(none)), C(held) (a limit or the circuit
+      breaker stopped it), C(why), C(reason) (the drain reason), C(findings), C(escalated), C(shadow), C(policy),
+      C(done) (carried out), C(error) (why it could not be), C(out_of_service), C(text) (one line for a person).
+  returned: always
+  type: list
+  elements: dict
+breaker:
+  description: The circuit breaker - C(open) (partitions where nothing is done), C(opened), C(closed), C(shares).
+  returned: always
+  type: dict
+delivery:
+  description: Messages C(sent), C(failed) and C(pending) (still queued for the next run or the service).
+  returned: when not in check mode
+  type: dict
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.rdma.plugins.module_utils import (
+    decider, delivery, monitor, ownership, remediation, statefile)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            reports=dict(type="dict", required=True),
+            remediation=dict(type="dict", required=True),
+            cluster=dict(type="str", default="gpufabric"),
+            webhooks=dict(type="list", elements="dict", default=[], no_log=True),
+            state_dir=dict(type="path", default="/var/lib/gpufabric-remediator"),
+            name=dict(type="str"),
+            command_timeout=dict(type="int", default=30),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        config = monitor.check_decider_config({
+            "cluster": params["cluster"], "name": params["name"], "state_dir": params["state_dir"],
+            "remediation": params["remediation"], "webhooks": params["webhooks"],
+            "command_timeout": params["command_timeout"]})
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    if not config["remediation"]["slurm"]["enabled"]:
+        module.fail_json(msg="remediation slurm.enabled must be true: this module decides for Slurm "
+                             "(Kubernetes: the remediation_plan filter with kubernetes.core)")
+    reports = {}
+    for node, result in sorted(params["reports"].items()):
+        if not isinstance(result, dict):
+            module.fail_json(msg="reports[%s] must be what node_health returned, got %r" % (node, type(result).__name__))
+        try:
+            reports[node] = remediation.check_report({
+                "node": node, "findings": list(result.get("findings") or []), "complete": result.get("complete") is True,
+                "unreadable": list(result.get("unreadable") or []), "source": "awx"})
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
+
+    owner = statefile.owner_of(config["state_dir"])
+    if owner is None:
+        if module.check_mode:
+            config["state_dir"] = None
+        else:
+            try:
+                os.mkdir(config["state_dir"], 0o700)
+                statefile.mark_owned(config["state_dir"], "remediator")
+            except OSError as exc:
+                module.fail_json(msg="cannot create the decider's state_dir %s: %s" % (config["state_dir"], exc))
+    elif owner != "remediator":
+        module.fail_json(msg="state_dir %s exists and was not created by gpufabric's remediator (%s): choose another"
+                         % (config["state_dir"], "its marker names %s" % owner if owner else "no %s marker" % ownership.MARKER))
+
+    lines = []
+    if config["state_dir"] is None:  # check mode on a host without a ledger yet: plan against an empty one
+        scheduler = decider.scheduler_for(config["remediation"], config["command_timeout"], time.time)
+        try:
+            fleet, now, ignored = scheduler.read()
+        except decider.CouldNotAct as exc:
+            module.fail_json(msg="could not act: %s" % exc)
+        result = remediation.plan(reports, fleet, None, config["remediation"], now, config["name"] or decider.default_name())
+        decider.out_of_service(result, fleet)
+        result = dict(result, error=None, warning=None)
+    else:
+        result = decider.decide(reports, config, time.time, lines.append, act=not module.check_mode)
+    for decision in result["decisions"]:
+        decision["text"] = remediation.decision_text("slurm", decision)
+    if result.get("warning"):
+        module.warn(result["warning"])
+    if result.get("error"):
+        module.fail_json(msg="could not act: %s" % result["error"], decisions=result["decisions"], log=lines)
+    acted = [d for d in result["decisions"] if d["action"] in ("drain", "resume") and not d["shadow"]]
+    failed = [d for d in acted if d.get("error")]
+    out = dict(changed=bool([d for d in acted if d.get("done") or module.check_mode]), decisions=result["decisions"],
+               breaker=result["breaker"], log=lines)
+    if module._diff:
+        out["diff"] = {"before": "", "after": "".join("%s\n" % d["text"] for d in acted)}
+    if not module.check_mode and config["webhooks"]:
+        state_path, lock_path = decider.paths(config["state_dir"])
+        out["delivery"] = delivery.deliver_state(state_path, lock_path, decider.check_state, config["webhooks"],
+                                                 lines.append, deadline=config["deliver_deadline"],
+                                                 timeout=config["timeout"], max_per_run=config["max_per_run"])
+    if failed:
+        module.fail_json(msg="could not act on %s" % "; ".join("%s: %s" % (d["node"], d["error"]) for d in failed), **out)
+    module.exit_json(**out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The remediate module (playbooks/remediate.yml's Slurm path, AWX) against the stand-in slurmctld: the
+same decider as the service - same lock, ledger and limits. Check mode changes nothing anywhere; a drain
+AWX made under a wider policy holds while its finding is still reported under the service's narrower one;
+a node that sent no report is not decided; the state directory must be the decider's own."""
+
+import json
+import os
+import time
+
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import decider, monitor, remediation
+from ansible_collections.gpufabric.rdma.plugins.modules import remediate
+from moduletest import calls, run_module, stub_bin
+
+PORT = {"check": "rdma_port_state", "severity": "critical", "target": "n1/mlx5_0/1", "detail": "DOWN", "fix_hint": "-"}
+XID = {"check": "gpu_xid", "severity": "critical", "target": "n2/GPU 0", "detail": "Xid 79", "fix_hint": "-"}
+
+
+@pytest.fixture
+def slurm(tmp_path, monkeypatch):
+    bindir = stub_bin(tmp_path / "bin", {"sinfo": "fake_slurmctld", "sdiag": "fake_slurmctld", "scontrol": "fake_slurmctld"})
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(dict((n, {"partitions": ["gpu"], "state": "IDLE", "reason": None, "reason_time": None})
+                                     for n in ("n1", "n2", "n3", "n4"))))
+    monkeypatch.setenv("STUB_SLURM_NODES", str(nodes))
+    monkeypatch.setenv("STUB_LOG", str(tmp_path / "stub.jsonl"))
+    monkeypatch.setenv("STUB_SLURM_CLOCK", "1795526184")
+    settings = {"mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
+                "rate_limit": {"max_nodes": 1, "max_percent": 100}, "circuit_breaker": {"max_percent": 100},
+                "slurm": {"enabled": True, "sinfo": os.path.join(bindir, "sinfo"), "sdiag": os.path.join(bindir, "sdiag"),
+                          "scontrol": os.path.join(bindir, "scontrol")}}
+    return tmp_path, nodes, settings
+
+
+def _args(tmp_path, settings, reports):
+    return {"reports": reports, "remediation": settings, "state_dir": str(tmp_path / "decider"), "cluster": "lab"}
+
+
+def _health(findings, complete=True):
+    return {"findings": findings, "complete": complete, "unreadable": [] if complete else ["kernel log: x"],
+            "changed": False}
+
+
+def test_check_mode_decides_and_changes_nothing_anywhere(slurm):
+    tmp_path, nodes, settings = slurm
+    before = nodes.read_text()
+    result = run_module(remediate, _args(tmp_path, settings, {"n1": _health([PORT]), "n2": _health([XID])}),
+                        check_mode=True, diff=True)
+    assert result["changed"] and not result.get("failed"), result
+    texts = [d["text"] for d in result["decisions"]]
+    assert texts[0].startswith("Slurm: drained n1 (gpufabric: rdma_port_state n1/mlx5_0/1; policy policy-")
+    assert texts[1].startswith("Slurm: held back n2 (rate limit: 1 node(s) of partition gpu")
+    assert result["diff"]["after"] == texts[0] + "\n"
+    assert nodes.read_text() == before and not (tmp_path / "decider").exists()
+    assert [c for c in calls(tmp_path / "stub.jsonl") if c[1][:1] == ["update"]] == []
+
+
+def test_an_awx_drain_under_a_wider_policy_holds_while_its_finding_is_reported(slurm):
+    tmp_path, nodes, settings = slurm
+    result = run_module(remediate, _args(tmp_path, settings, {"n1": _health([PORT])}))
+    assert result["changed"] and result["decisions"][0]["done"], result
+    assert json.loads(nodes.read_text())["n1"]["reason"].endswith("; via awx")
+    assert (tmp_path / "decider" / ".gpufabric-owner").read_text() == "remediator\n"
+    # The service decides next, with a narrower policy: only gpu_xid drains. The port is still down.
+    narrow = monitor.check_decider_config({"state_dir": str(tmp_path / "decider"), "remediation": dict(
+        settings, policy=[{"check": "gpu_xid", "action": "drain"}])})
+    report = remediation.check_report({"node": "n1", "findings": [PORT], "complete": True, "source": "timer"})
+    lines = []
+    decided = decider.decide({"n1": report}, narrow, time.time, lines.append)
+    assert decided["decisions"][0]["action"] == "none"
+    assert decided["decisions"][0]["why"] == ("stays drained: finding recorded at the drain still reported "
+                                              "(rdma_port_state|n1/mlx5_0/1)")
+    assert "DRAIN" in json.loads(nodes.read_text())["n1"]["state"]
+    # Its kernel log cannot be read: still drained. A complete, clean check: resumed.
+    blind = remediation.check_report({"node": "n1", "findings": [], "complete": False, "unreadable": ["kernel log: x"]})
+    assert decider.decide({"n1": blind}, narrow, time.time, lines.append)["decisions"][0]["action"] == "none"
+    clean = remediation.check_report({"node": "n1", "findings": [], "complete": True})
+    assert decider.decide({"n1": clean}, narrow, time.time, lines.append)["decisions"][0]["done"]
+    assert json.loads(nodes.read_text())["n1"]["state"] == "IDLE"
+
+
+def test_a_node_without_a_report_is_not_decided_and_the_limit_is_shared(slurm):
+    tmp_path, nodes, settings = slurm
+    run_module(remediate, _args(tmp_path, settings, {"n1": _health([PORT])}))
+    # n1 did not answer this time (unreachable): no report, so it is neither resumed nor touched.
+    result = run_module(remediate, _args(tmp_path, settings, {"n2": _health([XID])}))
+    assert [d["node"] for d in result["decisions"]] == ["n2"] and result["decisions"][0]["held"]
+    assert "DRAIN" in json.loads(nodes.read_text())["n1"]["state"]
+
+
+def test_a_state_dir_that_is_not_the_deciders_is_refused(slurm):
+    tmp_path, nodes, settings = slurm
+    (tmp_path / "decider").mkdir()
+    result = run_module(remediate, _args(tmp_path, settings, {"n1": _health([PORT])}))
+    assert result["failed"] and "exists and was not created by gpufabric's remediator" in result["msg"]
+    result = run_module(remediate, dict(_args(tmp_path, settings, {}), state_dir="/var/lib"))
+    assert result["failed"] and "state_dir: /var/lib is a system directory" in result["msg"]
+
+
+def test_a_scheduler_that_prints_garbage_fails_the_task_with_the_reason(slurm, monkeypatch):
+    tmp_path, nodes, settings = slurm
+    monkeypatch.setenv("STUB_SINFO_MODE", "garbage")
+    result = run_module(remediate, _args(tmp_path, settings, {"n1": _health([PORT])}))
+    assert result["failed"] and result["msg"].startswith("could not act: sinfo: sinfo line 1 is not")

@@ -1,0 +1,437 @@
+"""The cluster's one decider, run for real: the remediator service (roles/remediator/files) over HTTP, the
+nodes' health monitor reporting to it, a stand-in slurmctld (tests/stubs/fake_slurmctld.py: sinfo, sdiag and
+scontrol over a nodes file) that can be slow, hang or print garbage, and the real webhook receiver."""
+
+import importlib.util
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import decider, monitor, statefile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+STUBS = os.path.join(ROOT, "tests", "stubs")
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+service = _load("gpufabric_remediator", os.path.join(ROOT, "roles", "remediator", "files", "gpufabric_remediator.py"))
+node_monitor = _load("gpufabric_health_monitor",
+                     os.path.join(ROOT, "roles", "health_monitor", "files", "gpufabric_health_monitor.py"))
+receiver_module = _load("receiver", os.path.join(ROOT, "tests", "lab", "webhook-receiver", "receiver.py"))
+
+SECRET = "report-secret-0123456789abcdef"
+XID_79 = ("2026-11-23T18:00:00+00:00 {node} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, "
+          "GPU has fallen off the bus.\n")
+
+
+class Cluster(object):
+    """Nodes (kernel logs and state dirs), the stand-in slurmctld, the decider service, and the receiver."""
+
+    def __init__(self, tmp_path, names, settings, webhooks=True, clock=None):
+        self.tmp = tmp_path
+        self.names = names
+        bindir = tmp_path / "bin"
+        bindir.mkdir()
+        for tool in ("sinfo", "sdiag", "scontrol"):
+            os.symlink(os.path.join(STUBS, "fake_slurmctld.py"), str(bindir / tool))
+        self.nodes_file = tmp_path / "slurm-nodes.json"
+        self.nodes_file.write_text(json.dumps(dict((n, {"partitions": ["gpu"], "state": "IDLE", "reason": None,
+                                                        "reason_time": None}) for n in names)))
+        self.stub_log = tmp_path / "stub.jsonl"
+        os.environ.update(STUB_SLURM_NODES=str(self.nodes_file), STUB_LOG=str(self.stub_log))
+        self.received = tmp_path / "received.jsonl"
+        self.receiver = receiver_module.serve({"bind": "127.0.0.1", "port": 0, "log": str(self.received)})
+        threading.Thread(target=self.receiver.serve_forever, daemon=True).start()
+        self.base = "http://127.0.0.1:%d" % self.receiver.server_address[1]
+        hooks = [{"name": "events", "type": "generic", "url": self.base + "/generic/events"}] if webhooks else []
+        remediation = {"mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
+                       "rate_limit": {"max_nodes": 1, "max_percent": 100, "interval": 3600},
+                       "circuit_breaker": {"max_percent": 100}, "slurm": {"enabled": True, "sinfo": str(bindir / "sinfo"),
+                                                                          "sdiag": str(bindir / "sdiag"),
+                                                                          "scontrol": str(bindir / "scontrol")}}
+        remediation.update(settings)
+        state_dir = tmp_path / "decider"
+        state_dir.mkdir()
+        self.config = monitor.check_decider_config({
+            "cluster": "lab", "name": "decider@ctl", "listen": "127.0.0.1", "port": 0, "secret": SECRET,
+            "state_dir": str(state_dir), "remediation": remediation, "webhooks": hooks, "deliver_interval": 0.2,
+            "batch_window": 0.2, "command_timeout": 3, "answer_within": 20, "timeout": 3, "deliver_deadline": 5})
+        self.lines = []
+        self.server, self.stop, ignored = service.serve(self.config, log=self.lines.append, clock=clock or time.time)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        empty_sys = tmp_path / "nosys"
+        empty_sys.mkdir()
+        for name in names:
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "kern.log").write_text("")
+
+    def node_config(self, name, **extra):
+        config = {"cluster": "lab", "host": name, "state_dir": str(self.tmp / name / "state"),
+                  "checks": {"kernel_log": str(self.tmp / name / "kern.log"), "sysfs_root": str(self.tmp / "nosys"),
+                             "procfs_root": str(self.tmp / "nosys"), "command_timeout": 5},
+                  "webhooks": [], "decider": {"url": self.url, "secret": SECRET, "timeout": 25}}
+        config.update(extra)
+        os.makedirs(config["state_dir"], exist_ok=True)
+        return monitor.check_config(config)
+
+    def fault(self, name, present=True):
+        (self.tmp / name / "kern.log").write_text(XID_79.format(node=name) if present else "")
+
+    def run(self, name, mode="healthcheck", **kw):
+        lines = []
+        node_monitor.run_once(self.node_config(name), log=lines.append, mode=mode, **kw)
+        return lines
+
+    def all_at_once(self, names, mode="healthcheck", **kw):
+        out = {}
+        threads = [threading.Thread(target=lambda n=n: out.__setitem__(n, self.run(n, mode, **kw))) for n in names]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        return out
+
+    def slurm(self):
+        return json.loads(self.nodes_file.read_text())
+
+    def drained(self):
+        return sorted(n for n, node in self.slurm().items() if "DRAIN" in node["state"])
+
+    def updates(self):
+        if not self.stub_log.exists():
+            return []
+        calls = [json.loads(line) for line in self.stub_log.read_text().splitlines()]
+        return [c for c in calls if c["tool"] == "scontrol" and c["argv"][:1] == ["update"]]
+
+    def messages(self, count=1, wait=5.0):
+        """What the receiver got, once it holds at least ``count`` messages (or ``wait`` passed)."""
+        deadline = time.time() + wait
+        while True:
+            got = [json.loads(l)["json"] for l in self.received.read_text().splitlines()] if self.received.exists() else []
+            if len(got) >= count or time.time() > deadline:
+                return got
+            time.sleep(0.1)
+
+    def close(self):
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.receiver.shutdown()
+        self.receiver.server_close()
+        for key in ("STUB_SLURM_NODES", "STUB_LOG", "STUB_SLURM_LATENCY", "STUB_SINFO_MODE", "STUB_SDIAG_MODE",
+                    "STUB_SCONTROL_MODE", "STUB_SLURM_CLOCK"):
+            os.environ.pop(key, None)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    made = []
+
+    def make(names=("n01", "n02", "n03", "n04"), **settings):
+        made.append(Cluster(tmp_path, list(names), settings, webhooks=settings.pop("webhooks", True)
+                            if "webhooks" in settings else True))
+        return made[-1]
+    yield make
+    for c in made:
+        c.close()
+
+
+def test_a_fleet_wide_alarm_at_the_same_second_drains_exactly_max_nodes(cluster):
+    names = ["n%02d" % i for i in range(1, 17)]
+    c = cluster(names)
+    os.environ["STUB_SLURM_LATENCY"] = "0.5"  # slurmctld answers in 0.5 s, as in the issue
+    for name in names:
+        c.fault(name)
+    out = c.all_at_once(names)
+    assert len(c.drained()) == 1 and len(c.updates()) == 1
+    drained = c.drained()[0]
+    assert c.slurm()[drained]["reason"].startswith("gpufabric: gpu_xid %s/GPU 0000:18:00; policy policy-" % drained)
+    assert c.slurm()[drained]["reason"].endswith("; via healthcheck")
+    held = [n for n in names if any("held back" in line for line in out[n])]
+    assert len(held) == 15, out
+    assert all("rate limit: 1 node(s) of partition gpu already drained by gpufabric" in " ".join(out[n]) for n in held)
+    # The second wave through the timer: still exactly one.
+    c.all_at_once(names, mode="timer")
+    assert len(c.updates()) == 1
+
+
+def test_a_node_clock_an_hour_ahead_or_a_time_zone_east_changes_nothing(cluster):
+    c = cluster(["n01", "n02", "n03"])
+    os.environ["STUB_SLURM_CLOCK"] = "1795526184"  # slurmctld's clock
+    for name in c.names:
+        c.fault(name)
+    c.run("n01", clock=lambda: time.time() + 3600)  # the node is an hour ahead
+    os.environ["TZ"] = "Asia/Tokyo"
+    try:
+        time.tzset()
+        c.run("n02")
+        os.environ["STUB_SLURM_CLOCK"] = str(1795526184 + 1800)  # half an hour later by slurmctld
+        c.run("n03", clock=lambda: time.time() + 7200)
+    finally:
+        os.environ.pop("TZ")
+        time.tzset()
+    assert c.drained() == ["n01"] and len(c.updates()) == 1
+    # An hour and a second after the drain by slurmctld's clock, the next may go.
+    os.environ["STUB_SLURM_CLOCK"] = str(1795526184 + 3601)
+    c.run("n02")
+    assert c.drained() == ["n01", "n02"]
+
+
+def test_shadow_mode_acts_on_nothing_and_says_what_it_would_do(cluster):
+    c = cluster(["n01", "n02", "n03"], mode="shadow")
+    c.fault("n01")
+    lines = c.run("n01", mode="timer")
+    assert c.updates() == [] and c.drained() == []
+    assert any("shadow mode, would have drained n01" in line for line in lines)
+    (message,) = c.messages()
+    assert (message["status"], message["host"], message["source"]) == ("shadow", "n01", "gpufabric.rdma.remediator")
+
+
+def test_the_circuit_breaker_stops_every_action(cluster):
+    c = cluster(["n01", "n02", "n03", "n04"], circuit_breaker={"max_percent": 50, "window": 300},
+                rate_limit={"max_nodes": 4, "max_percent": 100})
+    for name in ("n01", "n02", "n03"):
+        c.fault(name)
+    out = c.all_at_once(["n01", "n02", "n03"])
+    assert c.updates() == []
+    assert all("circuit breaker open: 75.0% of partition gpu unhealthy" in " ".join(out[n]) for n in out), out
+    statuses = sorted(m["status"] for m in c.messages(2))
+    assert statuses == ["breaker-open", "held"]
+
+
+def test_a_drained_node_stays_drained_while_its_kernel_log_cannot_be_read(cluster):
+    c = cluster(["n01", "n02", "n03"])
+    c.fault("n01")
+    c.run("n01")
+    assert c.drained() == ["n01"]
+    log = c.tmp / "n01" / "kern.log"
+    log.unlink()
+    log.mkdir()  # the source cannot be read (journalctl hangs and dmesg is refused, the same: unknown)
+    lines = c.run("n01")
+    assert c.drained() == ["n01"]
+    assert any("stays drained: the check could not read kernel log: kernel_log %s cannot be read" % log in line
+               for line in lines), lines
+    log.rmdir()
+    log.write_text("")
+    assert any("resumed n01" in line for line in c.run("n01"))
+    assert c.drained() == []
+
+
+def test_the_prolog_gate_refuses_only_a_node_the_decider_has_out_of_service(cluster):
+    c = cluster(["n01", "n02", "n03"])
+    c.fault("n01")
+    c.fault("n02")
+    errors = []
+    assert node_monitor.gate(c.node_config("n01"), log=errors.append) == 1  # drained now, within the limit
+    assert node_monitor.gate(c.node_config("n02"), log=errors.append) == 0  # held back: the job runs
+    assert c.drained() == ["n01"] and "refusing the job" in errors[0]
+    c.close()  # no decider: the job is not refused, and the log says why
+    assert node_monitor.gate(c.node_config("n03"), log=errors.append) == 0
+    assert "did not take the report" in errors[-1] and "the job is not refused" in errors[-1]
+
+
+@pytest.mark.parametrize("mode, why", [
+    ("hang", "sinfo: %s -h -N did not answer within 3 s"),
+    ("garbage", "sinfo: sinfo line 1 is not 'node|partition|time|state|reason'"),
+    ("fail:1:slurm_load_partitions: Unable to contact slurm controller (connect failure)",
+     "sinfo: %s -h -N exited 1: slurm_load_partitions: Unable to contact slurm controller"),
+])
+def test_a_scheduler_that_hangs_or_prints_garbage_is_could_not_act(cluster, mode, why):
+    c = cluster(["n01", "n02"])
+    os.environ["STUB_SINFO_MODE"] = mode
+    c.fault("n01")
+    lines = c.run("n01")
+    expected = why % os.path.join(str(c.tmp), "bin", "sinfo") if "%s" in why else why
+    assert any(expected in line for line in lines), lines
+    assert c.updates() == []
+    c.run("n01")  # the same cause again: told once
+    messages = [m for m in c.messages() if m["status"] == "could-not-act"]
+    assert len(messages) == 1 and expected in messages[0]["detail"]
+    os.environ.pop("STUB_SINFO_MODE")
+    c.run("n01")
+    assert c.drained() == ["n01"]  # the service lived on
+
+
+def test_sdiag_refused_means_no_clock_and_no_action(cluster):
+    c = cluster(["n01", "n02"])
+    os.environ["STUB_SDIAG_MODE"] = "fail:1:sdiag: error: Access/permission denied"
+    c.fault("n01")
+    lines = c.run("n01")
+    assert c.updates() == [] and any("sdiag gave no clock" in line for line in lines)
+
+
+def test_escalation_keeps_a_flapping_node_out(cluster):
+    c = cluster(["n01", "n02", "n03"], escalation={"max_remediations": 2, "days": 7},
+                rate_limit={"max_nodes": 5, "max_percent": 100})
+    for attempt in range(3):
+        c.fault("n01")
+        c.run("n01")
+        assert c.drained() == ["n01"]
+        c.fault("n01", False)
+        c.run("n01")
+    assert c.drained() == ["n01"]
+    assert c.slurm()["n01"]["reason"].startswith("gpufabric: ESCALATED 3 drains in 7 d, a human must look")
+    statuses = [m["status"] for m in c.messages(5)]
+    assert statuses.count("escalated") == 1 and statuses.count("resumed") == 2
+
+
+def test_the_ledger_cannot_be_saved_nothing_is_done(cluster, monkeypatch):
+    c = cluster(["n01", "n02"])
+    c.fault("n01")
+
+    def full(path, data):
+        raise statefile.StateError("could not save %s: No space left on device" % path)
+    monkeypatch.setattr(statefile, "save_json", full)
+    lines = c.run("n01")
+    assert c.updates() == [] and any("No space left on device" in line for line in lines), lines
+
+
+def test_a_damaged_ledger_is_set_aside_with_one_warning(cluster):
+    c = cluster(["n01", "n02"])
+    state_path, ignored = decider.paths(c.config["state_dir"])
+    with open(state_path, "w") as handle:
+        json.dump({"ledger": {"version": 1, "nodes": [], "breaker": {}}, "outbox": {}}, handle)
+    c.fault("n01")
+    c.run("n01")
+    assert c.drained() == ["n01"]
+    warnings = [line for line in c.lines if "set aside as" in line]
+    assert len(warnings) == 1 and "not a state file of ours: nodes and breaker must be objects" in warnings[0]
+    assert [p for p in os.listdir(c.config["state_dir"]) if ".damaged-" in p]
+
+
+def test_reports_without_the_secret_or_replayed_are_refused(cluster):
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import webhook
+    c = cluster(["n01", "n02"])
+    c.fault("n01")
+    nonce = json.loads(webhook.send(c.url + "/v1/challenge", b"{}", {}).text)["nonce"]
+    result = {"findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0", "detail": "x",
+                            "fix_hint": "x"}], "complete": True, "unreadable": []}
+    body = monitor.report_body("n01", result, "timer", nonce)
+    forged = webhook.send(c.url + "/v1/report", body, monitor.report_headers("another-secret-0123456789", body))
+    assert forged.status == 401 and "signature does not match" in forged.text
+    good = webhook.send(c.url + "/v1/report", body, monitor.report_headers(SECRET, body), deadline=20)
+    assert good.status == 200 and json.loads(good.text)["decision"]["action"] == "drain"
+    replay = webhook.send(c.url + "/v1/report", body, monitor.report_headers(SECRET, body))
+    assert replay.status == 401 and "nonce is unknown, used or expired" in replay.text
+    assert len(c.updates()) == 1
+
+
+def test_a_fault_its_drain_and_its_resume_during_an_outage_are_all_delivered_afterwards_once_each(cluster):
+    c = cluster(["n01", "n02", "n03"])
+    port = c.receiver.server_address[1]
+    c.receiver.shutdown()
+    c.receiver.server_close()  # the webhook is down: connection refused
+
+    def node_config():
+        return c.node_config("n01", webhooks=[{"name": "events", "type": "generic", "url": c.base + "/generic/events"}])
+    lines = []
+    c.fault("n01")
+    node_monitor.run_once(node_config(), log=lines.append, mode="timer")
+    assert c.drained() == ["n01"]
+    c.fault("n01", False)
+    node_monitor.run_once(node_config(), log=lines.append, mode="timer")
+    assert c.drained() == []
+    assert any("could not send new" in line and "connection refused" in line for line in lines), lines
+    time.sleep(1)  # the decider tried too, and failed
+    assert any("webhook events (generic): could not send drained" in line for line in c.lines), c.lines
+
+    c.receiver = receiver_module.serve({"bind": "127.0.0.1", "port": port, "log": str(c.received)})
+    threading.Thread(target=c.receiver.serve_forever, daemon=True).start()
+    node_monitor.run_once(node_config(), log=lines.append, mode="timer")
+    got = c.messages(4)
+    time.sleep(1)
+    node_monitor.run_once(node_config(), log=lines.append, mode="timer")
+    time.sleep(0.5)
+    got = c.messages(4)
+    assert sorted((m["source"].split(".")[-1], m["status"]) for m in got) == [
+        ("health_monitor", "new"), ("health_monitor", "recovered"), ("remediator", "drained"), ("remediator", "resumed")]
+    assert len(set(m["message_id"] for m in got)) == 4
+    node_messages = [m for m in got if m["source"].endswith("health_monitor")]
+    assert [m["status"] for m in node_messages] == ["new", "recovered"]  # in order
+    assert all(m["queued_at"] and m["sent_at"] for m in got)
+
+
+KUBE_SERVER = os.path.join(ROOT, "tests", "lab", "kube-api-standin", "server.py")
+
+
+def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledger_on_the_node(tmp_path):
+    import subprocess
+    import sys
+    other = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    (tmp_path / "nodes.json").write_text(json.dumps([
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n01", "resourceVersion": "5", "annotations": {}},
+         "spec": {"taints": [other]}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n02", "resourceVersion": "5"}, "spec": {}}]))
+    portfile = tmp_path / "port"
+    server = subprocess.Popen([sys.executable, KUBE_SERVER, str(tmp_path / "nodes.json"), str(tmp_path / "requests.jsonl"),
+                               str(portfile)])
+    try:
+        for attempt in range(100):
+            if portfile.exists() and portfile.read_text():
+                break
+            time.sleep(0.05)
+        (tmp_path / "kubeconfig").write_text(json.dumps({"clusters": [{"cluster": {
+            "server": "http://127.0.0.1:%s" % portfile.read_text()}}]}))
+        state_dir = tmp_path / "decider"
+        state_dir.mkdir()
+        config = monitor.check_decider_config({
+            "cluster": "lab", "name": "decider@k8s", "state_dir": str(state_dir), "secret": SECRET, "remediation": {
+                "mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
+                "rate_limit": {"max_percent": 100}, "circuit_breaker": {"max_percent": 100},
+                "kubernetes": {"enabled": True, "kubectl": os.path.join(STUBS, "fake_kubectl.py"),
+                               "kubeconfig": str(tmp_path / "kubeconfig")}}})
+        report = {"node": "n01", "findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0",
+                                               "detail": "Xid 79", "fix_hint": "-"}], "complete": True,
+                  "unreadable": [], "source": "timer"}
+        from ansible_collections.gpufabric.rdma.plugins.module_utils import remediation
+        lines = []
+        result = decider.decide({"n01": remediation.check_report(report)}, config, time.time, lines.append)
+        assert result["decisions"][0]["done"] and result["decisions"][0]["out_of_service"], lines
+        node = json.loads((tmp_path / "nodes.json").read_text())[0]
+        assert node["spec"]["taints"] == [other, {"key": "gpufabric.io/unhealthy", "value": "gpu_xid",
+                                                  "effect": "NoSchedule"}]
+        ledger = json.loads(node["metadata"]["annotations"]["gpufabric.io/remediation"])
+        assert ledger["drains"][0]["by"] == "decider@k8s" and ledger["drains"][0]["findings"] == ["gpu_xid|n01/GPU 0"]
+        # Another controller adds its taint before the recovery: only ours goes.
+        stored = json.loads((tmp_path / "nodes.json").read_text())
+        stored[0]["spec"]["taints"].insert(0, {"key": "example.com/maint", "effect": "NoExecute"})
+        (tmp_path / "nodes.json").write_text(json.dumps(stored))
+        clean = dict(report, findings=[])
+        result = decider.decide({"n01": remediation.check_report(clean)}, config, time.time, lines.append)
+        assert result["decisions"][0]["action"] == "resume" and result["decisions"][0]["done"], lines
+        node = json.loads((tmp_path / "nodes.json").read_text())[0]
+        assert node["spec"]["taints"] == [{"key": "example.com/maint", "effect": "NoExecute"}, other]
+        assert node["spec"]["unschedulable"] is False
+        # A reply of another shape from kubectl is 'could not act', never a traceback.
+        (tmp_path / "nodes.json").write_text(json.dumps({"not": "a list"}))
+        result = decider.decide({"n01": remediation.check_report(clean)}, config, time.time, lines.append)
+        assert result["error"] and result["decisions"][0]["why"].startswith("could not act: kubectl get nodes")
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def test_a_json_patch_from_a_stale_read_fails_instead_of_removing_another_controllers_taint():
+    """The race itself: our resume was planned from a read; another controller changed the taints since.
+    The API server (its RFC 6902 semantics, as the stand-in applies them) refuses the whole patch."""
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import remediation
+    standin = _load("kube_api_standin", KUBE_SERVER)
+    ours = {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}
+    stale = {"metadata": {"name": "n01", "annotations": {remediation.CORDON_ANNOTATION: "1"}},
+             "spec": {"unschedulable": True, "taints": [{"key": "a"}, ours]}}
+    decision = {"node": "n01", "action": "resume", "findings": [], "shadow": False}
+    patch = remediation.k8s_json_patch(stale, decision, {"drains": [], "resumes": []}, 2)
+    now = json.loads(json.dumps(stale))
+    now["spec"]["taints"] = [ours, {"key": "b"}]  # our taint moved: index 1 is someone else's now
+    with pytest.raises(standin.PatchFailed):
+        standin.json_patch(now, patch)
+    assert standin.json_patch(stale, patch)["spec"]["taints"] == [{"key": "a"}]
