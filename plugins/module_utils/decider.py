@@ -109,8 +109,26 @@ class Kubernetes(object):
         return fleet, self.clock(), records
 
     def apply(self, decision, record, now):
-        patch = remediation.k8s_json_patch(self.objects.get(decision["node"]), decision, record, now)
-        argv = self._kubectl(["patch", "node", decision["node"], "--type", "json", "-p", json.dumps(patch, sort_keys=True)])
+        """Read the Node again, check it is as the plan saw it, and patch it only if it did not change
+        since (a test of its resourceVersion): an admin's cordon in between is never claimed as ours."""
+        name = decision["node"]
+        out = _ok(self.runner.run(self._kubectl(["get", "node", name, "-o", "json"])), "kubectl get node")
+        try:
+            ignored_fleet, ignored_records, objects = remediation.k8s_fleet([json.loads(out)])
+        except ValueError as exc:
+            raise CouldNotAct("kubectl get node %s: %s" % (name, str(exc)[:300]))
+        fresh = objects.get(name)
+        entry = ignored_fleet.get(name) or {}
+        if decision["action"] == "drain" and entry.get("drained"):
+            raise CouldNotAct("%s was cordoned meanwhile (%s): left as it is" % (name, entry.get("reason")))
+        if decision["action"] == "resume" and entry.get("reason") != decision["reason"]:
+            raise CouldNotAct("%s changed meanwhile (%s): not resumed" % (name, entry.get("reason") or "in service"))
+        patch = remediation.k8s_json_patch(fresh, decision, record, now)
+        version = (fresh.get("metadata") or {}).get("resourceVersion")
+        if version is not None:
+            patch = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] + [
+                op for op in patch if op.get("path") != "/metadata/resourceVersion"]
+        argv = self._kubectl(["patch", "node", name, "--type", "json", "-p", json.dumps(patch, sort_keys=True)])
         _ok(self.runner.run(argv), "kubectl patch")
         return argv[:-2] + ["-p", "<json patch>"]
 
@@ -143,8 +161,26 @@ def default_name():
     return "gpufabric-remediator@%s" % socket.gethostname().split(".")[0]
 
 
+def merge_records(saved, annotated):
+    """Kubernetes: the Nodes' annotations hold the real drains and resumes (an AWX run writes them too);
+    the decider's own file keeps what the annotations cannot - shadow decisions, when a node was last
+    unhealthy (the breaker), whether it is held back (told once)."""
+    nodes = dict(saved)
+    for name, record in annotated.items():
+        mine = saved.get(name) or {}
+        merged = dict(mine)
+        for key in ("drains", "resumes"):
+            merged[key] = sorted([e for e in mine.get(key) or [] if e.get("shadow")] + list(record.get(key) or []),
+                                 key=lambda e: e.get("at", 0))
+        nodes[name] = merged
+    return nodes
+
+
 def _queue(state, config, messages, now, log):
     names = [w["name"] for w in config["webhooks"]]
+    gone = outbox.forget(state["outbox"], names)
+    if gone:
+        log("%d message(s) for webhooks no longer configured were dropped" % gone)
     for message in messages:
         body = monitor.decision_payload(config["cluster"], config["name"] or default_name(), message, now)
         dropped = outbox.enqueue(state["outbox"], names, body, now)
@@ -163,8 +199,8 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
     scheduler = scheduler or scheduler_for(settings, config["command_timeout"], clock)
     decider_name = config["name"] or default_name()
     try:
-        with statefile.Lock(lock_path, lock_wait):
-            state, warning = statefile.load_json(state_path, check_state)
+        with statefile.Lock(lock_path, lock_wait, create=act):
+            state, warning = statefile.load_json(state_path, check_state, set_aside=act)
             if warning:
                 log(warning)
             state = state or empty_state()
@@ -173,8 +209,8 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
             except CouldNotAct as exc:
                 return _could_not_act(state, state_path, config, reports, str(exc), clock(), log, act, warning)
             ledger = state["ledger"]
-            if records is not None:  # Kubernetes: the per-node ledger lives on the Nodes
-                ledger = dict(ledger, nodes=dict(records))
+            if records is not None:  # Kubernetes: the real history lives on the Nodes
+                ledger = dict(ledger, nodes=merge_records(ledger["nodes"], records))
             result = remediation.plan(reports, fleet, ledger, settings, now, decider_name)
             if not act:
                 out_of_service(result, fleet)

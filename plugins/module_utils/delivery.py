@@ -98,27 +98,34 @@ def deliver_state(state_path, lock_path, check_state, webhooks, log, deadline=60
                   clock=time.time, lock_wait=60):
     """Send a state file's outbox (``state["outbox"]``), recording each delivery in the file as it happens.
 
-    Returns deliver()'s totals plus ``pending`` (what still waits). StateError when the file cannot be read.
+    One sender at a time: a second process that finds another one sending the same outbox leaves it to
+    that one (two senders would post the same messages twice). Returns deliver()'s totals plus
+    ``pending`` (what still waits) and ``busy`` (another sender had it). StateError when the file
+    cannot be read.
     """
-    with statefile.Lock(lock_path, lock_wait):
-        state, warning = statefile.load_json(state_path, check_state)
-    if warning:
-        log(warning)
-    box = dict((name, list(queue)) for name, queue in ((state or {}).get("outbox") or {}).items())
-
-    def commit(sent, failures):
+    with statefile.Lock(lock_path + ".send", wait=0) as sender:
+        if not sender.held:
+            return {"sent": 0, "failed": 0, "save_error": None, "pending": None, "busy": True}
         with statefile.Lock(lock_path, lock_wait):
-            current, again = statefile.load_json(state_path, check_state)
-            if current is None:
-                raise statefile.StateError("%s vanished while sending%s" % (state_path, ": " + again if again else ""))
-            for name, message_id in sent:
-                outbox.sent(current["outbox"], name, message_id)
-            for name, message_id, error, at in failures:
-                outbox.failed(current["outbox"], name, message_id, error, at)
-            statefile.save_json(state_path, current)
+            state, warning = statefile.load_json(state_path, check_state)
+        if warning:
+            log(warning)
+        box = dict((name, list(queue)) for name, queue in ((state or {}).get("outbox") or {}).items())
 
-    totals = deliver(box, webhooks, commit, log, deadline, timeout, max_per_run, clock)
-    with statefile.Lock(lock_path, lock_wait):
-        current, ignored = statefile.load_json(state_path, check_state)
-    totals["pending"] = outbox.count((current or {}).get("outbox") or {})
-    return totals
+        def commit(sent, failures):
+            with statefile.Lock(lock_path, lock_wait):
+                current, again = statefile.load_json(state_path, check_state)
+                if current is None:
+                    raise statefile.StateError("%s vanished while sending%s" % (state_path, ": " + again if again else ""))
+                for name, message_id in sent:
+                    outbox.sent(current["outbox"], name, message_id)
+                for name, message_id, error, at in failures:
+                    outbox.failed(current["outbox"], name, message_id, error, at)
+                statefile.save_json(state_path, current)
+
+        totals = deliver(box, webhooks, commit, log, deadline, timeout, max_per_run, clock)
+        with statefile.Lock(lock_path, lock_wait):
+            current, ignored = statefile.load_json(state_path, check_state)
+        totals["pending"] = outbox.count((current or {}).get("outbox") or {})
+        totals["busy"] = False
+        return totals

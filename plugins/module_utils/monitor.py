@@ -252,6 +252,23 @@ def report_headers(secret, body):
     return {"Content-Type": "application/json", "User-Agent": SOURCE, "X-Gpufabric-Signature": report_signature(secret, body)}
 
 
+def challenge_body(node):
+    return json.dumps({"node": node}, sort_keys=True).encode("utf-8")
+
+
+def verify_challenge(secret, body, signature):
+    """The decider's side of a nonce request: the node's name from a signed body, or ValueError."""
+    if not isinstance(signature, str) or not hmac.compare_digest(report_signature(secret, body), signature):
+        raise ValueError("the challenge's signature does not match (wrong secret)")
+    try:
+        node = json.loads(body.decode("utf-8")).get("node")
+    except (ValueError, AttributeError):
+        raise ValueError("the challenge is not a JSON object with the node's name")
+    if not remediation.plain_name(node):
+        raise ValueError("the challenge names no plain node name")
+    return node
+
+
 def verify_report(secret, body, signature):
     """The decider's side: (report, nonce) from a signed body, or ValueError saying why it is refused."""
     if not isinstance(signature, str) or not hmac.compare_digest(report_signature(secret, body), signature):
@@ -362,10 +379,12 @@ def redact(text, webhook, limit=300):
     tokens = sorted(set(s for s in tokens + [webhook.get("secret") or ""] if len(s) >= 4), key=len, reverse=True)
     for secret in sorted(set(s for s in whole if len(s) >= 4), key=len, reverse=True) + tokens:
         text = text.replace(secret, "***")
-    for secret in tokens:  # the start of a token the other side cut off, at the end of the text
-        for size in range(len(secret) - 1, 5, -1):
-            if text.endswith(secret[:size]):
-                text = text[:-size] + "***"
+    for secret in tokens:  # the start of a token that someone cut (a proxy, the service), wherever it stands
+        if len(secret) < 12:
+            continue
+        for size in range(len(secret) - 1, 7, -1):
+            if secret[:size] in text:
+                text = text.replace(secret[:size], "***")
                 break
     return text if len(text) <= limit else text[:limit - 3] + "..."
 

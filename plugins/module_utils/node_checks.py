@@ -75,8 +75,9 @@ def _gpus(opts, runner):
         return None, [], [], ("failed", "nvidia-smi -q -x printed no usable XML: %s" % exc)
 
 
-def _pause_counters(opts, runner, netdevs):
-    """{'eth2|tx_pause_storm_error_events': 0, ...} from `ethtool -S` of each RDMA netdev (when ethtool is there)."""
+def _pause_counters(opts, runner, netdevs, unreadable):
+    """{'eth2|tx_pause_storm_error_events': 0, ...} from `ethtool -S` of each RDMA netdev (when ethtool is
+    there); an ethtool that fails or hangs is a source that could not be read."""
     counters = {}
     ethtool = runner.which("ethtool") if opts["ethtool"] else None
     if not ethtool:
@@ -86,6 +87,8 @@ def _pause_counters(opts, runner, netdevs):
         if result.ok:
             for name, value in rates.pause_counters(rates.parse_ethtool_stats(result.stdout)).items():
                 counters["%s|%s" % (netdev, name)] = value
+        else:
+            unreadable.append("pause counters of %s: %s" % (netdev, result.describe()))
     return counters
 
 
@@ -150,7 +153,7 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     after = sysfs.read_port_counters(opts["sysfs_root"])
     if history is not None:
         counters = sysfs.read_grey_counters(opts["sysfs_root"], netdevs)
-        counters.update(_pause_counters(opts, runner, netdevs))
+        counters.update(_pause_counters(opts, runner, netdevs, unreadable))
         history = rates.add_sample(history, {"at": now, "counters": counters}, opts["rate_window"])
         found += rates.rate_findings(host, history, opts["rate_min_span"], opts["rate_rules"])
     elif previous_counters and previous_counters.get("ports"):

@@ -209,17 +209,20 @@ def is_escalated(reason):
 def findings_from_reason(reason):
     """What a drain reason of ours says about the findings behind it: (keys, complete).
 
-    The reason names only the worst finding; '(+N more)' means the rest is unknown (complete False).
+    The reason names only the worst finding; '(+N more)' means the rest is unknown (complete False), and
+    so does a reason that was cut ('...') or names no target (a Kubernetes taint holds only the check).
     """
     text = str(reason or "")[len(OURS):].strip()
     if text.startswith(ESCALATED):
         text = text.split(":", 1)[1].strip() if ":" in text else ""
     text = text.split(";", 1)[0].strip()
+    if text.endswith("..."):
+        return [], False
     more = re.search(r" \(\+\d+ more\)$", text)
     if more:
         text = text[:more.start()]
     check, _sep, target = text.partition(" ")
-    if not check:
+    if not check or not target.strip():
         return [], False
     return ["%s|%s" % (check, target)], not more
 
@@ -334,14 +337,39 @@ def check_ledger(ledger):
     if not isinstance(ledger.get("nodes"), dict) or not isinstance(ledger.get("breaker"), dict):
         raise ValueError("nodes and breaker must be objects")
     for name, record in ledger["nodes"].items():
-        if not isinstance(record, dict):
-            raise ValueError("node %r is not an object" % name)
-        for key in ("drains", "resumes"):
-            if not isinstance(record.get(key, []), list) or not all(isinstance(e, dict) for e in record.get(key, [])):
-                raise ValueError("node %r %s must be a list of objects" % (name, key))
-    if not isinstance(ledger["breaker"].get("open", []), list):
-        raise ValueError("breaker open must be a list")
+        check_record(record, name)
+    breaker = ledger["breaker"]
+    if not isinstance(breaker.get("open", []), list) or not all(isinstance(p, str) for p in breaker.get("open", [])):
+        raise ValueError("breaker open must be a list of partition names")
+    if not _number_or_none(breaker.get("since")):
+        raise ValueError("breaker since must be a time")
     return ledger
+
+
+def _number_or_none(value):
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+                             and abs(value) < 1e12)
+
+
+def check_record(record, name="node"):
+    """One node's ledger record, every field typed (ValueError otherwise): a record of another shape
+    must never reach the planner, where it would stop every decision."""
+    if not isinstance(record, dict):
+        raise ValueError("%s: the record is not an object" % name)
+    for key in ("drains", "resumes"):
+        entries = record.get(key, [])
+        if not isinstance(entries, list):
+            raise ValueError("%s: %s must be a list" % (name, key))
+        for entry in entries:
+            if not isinstance(entry, dict) or entry.get("at") is None or not _number_or_none(entry.get("at")):
+                raise ValueError("%s: every entry of %s needs a time 'at'" % (name, key))
+            if key == "drains" and (not isinstance(entry.get("findings", []), list)
+                                    or not all(isinstance(f, str) for f in entry.get("findings", []))
+                                    or not isinstance(entry.get("reason", ""), (str, type(None)))):
+                raise ValueError("%s: a drain needs findings (texts) and a reason" % name)
+    if not _number_or_none(record.get("unhealthy_at")) or not isinstance(record.get("held"), (str, type(None))):
+        raise ValueError("%s: unhealthy_at must be a time and held a text" % name)
+    return record
 
 
 def _record(ledger, node):
@@ -418,13 +446,17 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
         drained, ours, since = state[0], state[1], state[2]
         sick = ours or (record is not None and record.get("unhealthy_at") is not None
                         and now - record["unhealthy_at"] <= window)
+        # A drain counts within the interval while slurmctld holds it (a drain of ours without a time
+        # counts: unknown is not old), and also after a resume, from the ledger: drain, resume, drain
+        # again must not pass the limit twice.
+        fresh = (ours and (since is None or now - since <= interval)) or any(
+            now - e.get("at", 0) <= interval for e in _counted((record or {}).get("drains") or [], shadow))
         for part in entry.get("partitions") or [NO_PARTITION]:
             size[part] = size.get(part, 0) + 1
             if ours:
                 in_effect[part] = in_effect.get(part, 0) + 1
-                # A drain of ours without a time is counted as recent: unknown is not old.
-                if since is None or now - since <= interval:
-                    recent[part] = recent.get(part, 0) + 1
+            if fresh:
+                recent[part] = recent.get(part, 0) + 1
             if sick:
                 unhealthy[part] = unhealthy.get(part, 0) + 1
     resumes_recent = sum(1 for record in ledger["nodes"].values()
@@ -464,6 +496,9 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
             decision["why"] = "already drained by gpufabric (%s)" % reason
         elif drained and not ours:
             decision["why"] = "drained by someone else (%s): gpufabric leaves it as it is" % (entry.get("reason") or "no reason")
+        elif ours and entry.get("record_missing"):
+            decision["why"] = ("stays drained: the record of gpufabric's drain (annotation %s) is missing or damaged, so "
+                               "what drained it and how often are unknown: a human must resume it" % LEDGER_ANNOTATION)
         elif ours:
             resumes.append((decision, record, entry, reason))
         elif not report["complete"]:
@@ -759,11 +794,9 @@ def k8s_node_ledger(node_obj):
     if not raw:
         return None
     try:
-        record = json.loads(raw)
-        check_ledger({"version": LEDGER_VERSION, "nodes": {"x": record}, "breaker": {}})
+        return check_record(json.loads(raw))
     except (TypeError, ValueError):
         return None
-    return record
 
 
 def k8s_fleet(node_list):
@@ -790,10 +823,12 @@ def k8s_fleet(node_list):
         ours = [t for t in _taints(item) if isinstance(t, dict) and t.get("key") == TAINT_KEY]
         mine = bool(ours) or CORDON_ANNOTATION in _annotations(item)
         last = ((record or {}).get("drains") or [{}])[-1]
-        if mine:
-            reason = last.get("reason") if last.get("reason") and not last.get("shadow") else "%s %s" % (
-                OURS, ours[0].get("value") if ours else "cordoned")
-            entry = {"partitions": [], "drained": True, "reason": reason, "reason_time": last.get("at")}
+        if mine and last.get("reason") and not last.get("shadow"):
+            entry = {"partitions": [], "drained": True, "reason": last["reason"], "reason_time": last.get("at")}
+        elif mine:  # our taint or cordon without its record: what drained it, and how often, is unknown
+            entry = {"partitions": [], "drained": True, "record_missing": True, "reason_time": None,
+                     "reason": "%s %s" % (OURS, ours[0].get("value") if ours and isinstance(ours[0].get("value"), str)
+                                          else "cordoned")}
         elif (item.get("spec") or {}).get("unschedulable"):
             entry = {"partitions": [], "drained": True, "reason": "cordoned by someone else", "reason_time": None}
         else:
@@ -831,7 +866,9 @@ def k8s_json_patch(node_obj, decision, record, now):
     if not isinstance(((node_obj or {}).get("metadata") or {}).get("annotations"), dict):
         ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": metadata.get("resourceVersion")})
         ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
-    ledger_value = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    # The Node keeps the real history only (what the decider alone needs stays in its own file).
+    kept = dict((key, [e for e in (record or {}).get(key) or [] if not e.get("shadow")]) for key in ("drains", "resumes"))
+    ledger_value = json.dumps(kept, sort_keys=True, separators=(",", ":"))
     ops.append({"op": "add", "path": "/metadata/annotations/" + _pointer(LEDGER_ANNOTATION), "value": ledger_value})
     if decision["action"] == "drain":
         check = decision["findings"][0].split("|", 1)[0] if decision["findings"] else None

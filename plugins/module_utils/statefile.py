@@ -51,19 +51,35 @@ def mark_owned(path, owner):
         handle.write(owner + "\n")
 
 
-def _set_aside(path, why):
-    aside = "%s.damaged-%d" % (path, int(time.time()))
+KEEP_DAMAGED = 5
+
+
+def _set_aside(path, why, set_aside):
+    if not set_aside:  # check mode: say it, change nothing
+        return "%s could not be used (%s); it would be set aside and the run would start afresh" % (path, why)
+    aside = "%s.damaged-%s" % (path, time.strftime("%Y%m%dT%H%M%S") + ("%.6f" % (time.time() % 1))[1:])
     try:
         os.rename(path, aside)
     except OSError as exc:
         raise StateError("%s cannot be used (%s) and cannot be set aside: %s" % (path, why, exc.strerror or exc))
+    # Bounded: only the newest few copies are kept (ours by their name; nothing else is touched).
+    directory, base = os.path.split(path)
+    copies = sorted(name for name in os.listdir(directory or ".") if name.startswith(base + ".damaged-"))
+    for name in copies[:-KEEP_DAMAGED]:
+        try:
+            if os.path.isdir(os.path.join(directory, name)):
+                continue
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
     return "%s could not be used (%s); set aside as %s, starting afresh" % (path, why, aside)
 
 
-def load_json(path, check=None):
+def load_json(path, check=None, set_aside=True):
     """(data, warning): (None, None) when there is no file; a damaged file is set aside: (None, warning).
 
-    ``check(data)`` raises ValueError (or TypeError) for a shape that is not ours.
+    ``check(data)`` raises ValueError (or TypeError) for a shape that is not ours. ``set_aside=False``
+    (check mode) leaves a damaged file where it is and only says so.
     """
     try:
         with open(path, "rb") as handle:
@@ -72,14 +88,14 @@ def load_json(path, check=None):
         if exc.errno == errno.ENOENT:
             return None, None
         if exc.errno == errno.EISDIR:
-            return None, _set_aside(path, "it is a directory")
+            return None, _set_aside(path, "it is a directory", set_aside)
         raise StateError("%s cannot be read: %s" % (path, exc.strerror or exc))
     try:
         data = json.loads(raw.decode("utf-8"))
         if check is not None:
             data = check(data)
     except (ValueError, TypeError, AttributeError, KeyError) as exc:
-        return None, _set_aside(path, "not a state file of ours: %s" % str(exc)[:200])
+        return None, _set_aside(path, "not a state file of ours: %s" % str(exc)[:200], set_aside)
     return data, None
 
 
@@ -112,26 +128,36 @@ def save_json(path, data):
 
 
 class Lock(object):
-    """An exclusive lock on ``path`` (flock); waits at most ``wait`` seconds, then raises StateError."""
+    """An exclusive lock on ``path`` (flock); waits at most ``wait`` seconds, then raises StateError.
 
-    def __init__(self, path, wait=60):
-        self.path, self.wait, self.handle = path, wait, None
+    ``create=False`` (check mode) creates no lock file: without one there is nobody to wait for.
+    ``wait=0`` tries once; ``held`` then says whether it got the lock.
+    """
+
+    def __init__(self, path, wait=60, create=True):
+        self.path, self.wait, self.create, self.handle, self.held = path, wait, create, None, False
 
     def __enter__(self):
+        if not self.create and not os.path.exists(self.path):
+            return self
         try:
-            self.handle = open(self.path, "a")
+            self.handle = open(self.path, "a" if self.create else "r")
         except (IOError, OSError) as exc:
             raise StateError("cannot open the lock %s: %s" % (self.path, exc.strerror or exc))
         deadline = time.time() + self.wait
         while True:
             try:
                 fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.held = True
                 return self
             except (IOError, OSError):
+                if self.wait == 0:
+                    return self
                 if time.time() > deadline:
                     self.handle.close()
                     raise StateError("another run holds %s for more than %d s" % (self.path, self.wait))
                 time.sleep(0.05)
 
     def __exit__(self, *exc):
-        self.handle.close()
+        if self.handle is not None:
+            self.handle.close()

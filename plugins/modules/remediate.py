@@ -10,17 +10,20 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: remediate
-short_description: Drain and resume Slurm nodes from their findings, as the cluster's one decider
+short_description: Drain and resume nodes from their findings, as the cluster's one decider (Slurm, Kubernetes)
 version_added: 0.2.0
 author: gpufabric.rdma maintainers (@gpufabric)
 description:
-  - Runs on the Slurm controller host and makes the remediation decisions for every node in O(reports) at once,
-    with the same code, lock and ledger as the remediator service (role P(gpufabric.rdma.remediator#role)), so
-    an AWX run and the service are one decider - their drains count against one limit.
-  - Reads the whole fleet and slurmctld's clock (C(sinfo) with C(SLURM_TIME_FORMAT=%s), C(sdiag)), decides with the
+  - Runs on the decider's host (the Slurm controller, or the host with the kubeconfig) and makes the remediation
+    decisions for every reported node at once, with the same code, lock and ledger as the remediator service (role
+    P(gpufabric.rdma.remediator#role)), so an AWX run and the service are one decider - their drains count against
+    one limit.
+  - Reads the whole fleet - Slurm with slurmctld's clock (C(sinfo) with C(SLURM_TIME_FORMAT=%s), C(sdiag)), Kubernetes
+    with C(kubectl get nodes) (the history in each Node's C(gpufabric.io/remediation) annotation) - decides with the
     policy, shadow mode, circuit breaker, rate limits (drains and resumes) and escalation of O(remediation), records
     the decisions and their messages in the ledger under O(state_dir), then drains and resumes (each node read again
-    first), and sends the messages to O(webhooks).
+    first; on Kubernetes a JSON patch under a test of the Node's resourceVersion), and sends the messages to
+    O(webhooks).
   - A node missing from O(reports) (unreachable, or its check failed) is not decided at all - it is never resumed.
     A report with C(complete=false) never resumes a node either.
   - Check mode reads the scheduler and the ledger and returns every decision; it changes nothing anywhere.
@@ -29,14 +32,15 @@ description:
 options:
   reports:
     description:
-      - Slurm node name to what M(gpufabric.rdma.node_health) returned for it (C(findings), C(complete),
-        C(unreadable)).
+      - The node's name in the scheduler to what M(gpufabric.rdma.node_health) returned for it (C(findings),
+        C(complete), C(unreadable)).
     type: dict
     required: true
   remediation:
     description:
       - The decider's settings - C(mode) (V(shadow) or V(enforce)), C(policy), C(policy_name), C(rate_limit),
-        C(circuit_breaker), C(escalation), C(slurm) - as the remediator role's variables give them.
+        C(circuit_breaker), C(escalation), and C(slurm) or C(kubernetes) (C(kubectl), C(kubeconfig)) - as the
+        remediator role's C(remediator_settings) gives them.
     type: dict
     required: true
   cluster:
@@ -121,9 +125,8 @@ def main():
             "command_timeout": params["command_timeout"]})
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    if not config["remediation"]["slurm"]["enabled"]:
-        module.fail_json(msg="remediation slurm.enabled must be true: this module decides for Slurm "
-                             "(Kubernetes: the remediation_plan filter with kubernetes.core)")
+    if not (config["remediation"]["slurm"]["enabled"] or config["remediation"]["kubernetes"]["enabled"]):
+        module.fail_json(msg="remediation needs slurm.enabled or kubernetes.enabled: the scheduler the decider acts on")
     reports = {}
     for node, result in sorted(params["reports"].items()):
         if not isinstance(result, dict):
@@ -137,9 +140,7 @@ def main():
 
     owner = statefile.owner_of(config["state_dir"])
     if owner is None:
-        if module.check_mode:
-            config["state_dir"] = None
-        else:
+        if not module.check_mode:  # check mode plans against an empty ledger and creates nothing
             try:
                 os.mkdir(config["state_dir"], 0o700)
                 statefile.mark_owned(config["state_dir"], "remediator")
@@ -150,19 +151,10 @@ def main():
                          % (config["state_dir"], "its marker names %s" % owner if owner else "no %s marker" % ownership.MARKER))
 
     lines = []
-    if config["state_dir"] is None:  # check mode on a host without a ledger yet: plan against an empty one
-        scheduler = decider.scheduler_for(config["remediation"], config["command_timeout"], time.time)
-        try:
-            fleet, now, ignored = scheduler.read()
-        except decider.CouldNotAct as exc:
-            module.fail_json(msg="could not act: %s" % exc)
-        result = remediation.plan(reports, fleet, None, config["remediation"], now, config["name"] or decider.default_name())
-        decider.out_of_service(result, fleet)
-        result = dict(result, error=None, warning=None)
-    else:
-        result = decider.decide(reports, config, time.time, lines.append, act=not module.check_mode)
+    result = decider.decide(reports, config, time.time, lines.append, act=not module.check_mode)
+    scheduler = "slurm" if config["remediation"]["slurm"]["enabled"] else "kubernetes"
     for decision in result["decisions"]:
-        decision["text"] = remediation.decision_text("slurm", decision)
+        decision["text"] = remediation.decision_text(scheduler, decision)
     if result.get("warning"):
         module.warn(result["warning"])
     if result.get("error"):

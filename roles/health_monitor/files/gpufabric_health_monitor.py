@@ -61,7 +61,8 @@ def report(config, result, source, clock=time.time):
     decider = config["decider"]
     base = decider["url"].rstrip("/")
     started = clock()
-    answer = webhook.send(base + monitor.CHALLENGE_PATH, b"{}", {"Content-Type": "application/json"},
+    challenge = monitor.challenge_body(node_name(config))
+    answer = webhook.send(base + monitor.CHALLENGE_PATH, challenge, monitor.report_headers(decider["secret"], challenge),
                           deadline=decider["timeout"])
     try:
         if answer.error or answer.status != 200:

@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -38,7 +39,13 @@ except ImportError:  # pragma: no cover - Python 2
     raise SystemExit("gpufabric-remediator needs Python 3")
 
 NONCE_SECONDS = 120
+NONCES_PER_NODE = 8
 MAX_NONCES = 200000
+# A thread per connection, at most this many at once; a client gets this long to send its request
+# (headers and body), however slowly it drips; at most this many reports wait for a decision.
+MAX_CONNECTIONS = 512
+READ_SECONDS = 15
+MAX_WAITING = 20000
 
 
 def _say(line):
@@ -48,26 +55,31 @@ def _say(line):
 
 class Nonces(object):
     """One-use nonces that expire: a report recorded on the wire cannot be replayed, and no node clock
-    is trusted for it (the decider's own clock times them)."""
+    is trusted for it (the decider's own clock times them). Only a signed challenge gets one, and a node
+    holds at most NONCES_PER_NODE (its oldest go first), so the table is bounded by the fleet."""
 
     def __init__(self, clock):
-        self.clock, self.lock, self.issued = clock, threading.Lock(), {}
+        self.clock, self.lock, self.issued, self.by_node = clock, threading.Lock(), {}, {}
 
-    def issue(self):
+    def issue(self, node):
         with self.lock:
             now = self.clock()
             if len(self.issued) >= MAX_NONCES:
-                self.issued = dict((n, t) for n, t in self.issued.items() if t > now)
+                self.issued = dict((n, v) for n, v in self.issued.items() if v[0] > now)
                 if len(self.issued) >= MAX_NONCES:
                     return None
+            mine = [n for n in self.by_node.get(node, []) if n in self.issued]
+            while len(mine) >= NONCES_PER_NODE:
+                self.issued.pop(mine.pop(0), None)
             nonce = secrets.token_hex(16)
-            self.issued[nonce] = now + NONCE_SECONDS
+            self.issued[nonce] = (now + NONCE_SECONDS, node)
+            self.by_node[node] = mine + [nonce]
             return nonce
 
-    def take(self, nonce):
+    def take(self, nonce, node):
         with self.lock:
-            expires = self.issued.pop(nonce, None)
-            return expires is not None and expires > self.clock()
+            expires, owner = self.issued.pop(nonce, (None, None))
+            return expires is not None and expires > self.clock() and owner == node
 
 
 class Batcher(object):
@@ -80,13 +92,18 @@ class Batcher(object):
         self.last = None
 
     def submit(self, report):
+        """A slot the decision will be put in, or None when too many reports wait already."""
         slot = {"done": threading.Event(), "answer": None}
         with self.cond:
+            if len(self.waiting) >= MAX_WAITING:
+                return None
             self.waiting.append((report, slot))
             self.cond.notify()
         return slot
 
     def run(self, stop):
+        """Decide batch after batch; one batch that fails (whatever the reason) is answered 'could not
+        act' and the loop goes on - the decider never dies quietly behind a healthy-looking service."""
         while not stop.is_set():
             with self.cond:
                 while not self.waiting and not stop.is_set():
@@ -96,7 +113,18 @@ class Batcher(object):
             time.sleep(self.config["batch_window"])  # let the reports sent at the same moment arrive
             with self.cond:
                 batch, self.waiting = self.waiting, []
-            self.decide(batch)
+            try:
+                self.decide(batch)
+            except Exception as exc:  # answered and said, never a dead thread
+                why = "the decider failed on this batch (%s: %s); nothing was done" % (type(exc).__name__, str(exc)[:300])
+                self.log(why)
+                self.last = {"at": monitor.iso(self.clock()), "reports": len(batch), "error": why}
+                for report, slot in batch:
+                    if not slot["done"].is_set():
+                        slot["answer"] = {"decision": {"node": report["node"], "action": "none", "held": False,
+                                                       "why": "could not act: " + why, "error": why},
+                                          "text": "could not act: " + why, "out_of_service": False}
+                        slot["done"].set()
 
     def decide(self, batch):
         reports = {}
@@ -123,12 +151,29 @@ class Batcher(object):
         self.wake_delivery.set()
 
 
-def make_handler(config, nonces, batcher):
+def make_handler(config, nonces, batcher, threads):
     secret = config["secret"]
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "gpufabric-remediator"
-        timeout = 30  # a client that stops sending does not hold a thread for ever
+        timeout = READ_SECONDS  # per read; the watchdog below bounds the whole request
+
+        def setup(self):
+            BaseHTTPRequestHandler.setup(self)
+            # A client that drips its request a byte at a time gets READ_SECONDS in all, then the socket closes.
+            self.watchdog = threading.Timer(READ_SECONDS, self._cut)
+            self.watchdog.daemon = True
+            self.watchdog.start()
+
+        def _cut(self):
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def finish(self):
+            self.watchdog.cancel()
+            BaseHTTPRequestHandler.finish(self)
 
         def log_message(self, *args):
             pass
@@ -151,18 +196,26 @@ def make_handler(config, nonces, batcher):
             return self.rfile.read(length)
 
         def do_GET(self):
+            self.watchdog.cancel()
             if self.path.rstrip("/") == "/v1/health":
-                return self._send(200, {"ok": True, "last_batch": batcher.last})
+                dead = sorted(t.name for t in threads if not t.is_alive())
+                return self._send(503 if dead else 200, {"ok": not dead, "dead_threads": dead,
+                                                         "last_batch": batcher.last})
             return self._send(404, {"error": "no such path"})
 
         def do_POST(self):
             path = self.path.split("?", 1)[0].rstrip("/")
             body = self._body()
+            self.watchdog.cancel()  # the request is in; waiting for the decision is bounded by answer_within
             if body is None:
                 return self._send(413, {"error": "a body with a Content-Length of at most %d bytes is needed"
                                         % monitor.MAX_REPORT_BYTES})
             if path == monitor.CHALLENGE_PATH:
-                nonce = nonces.issue()
+                try:
+                    node = monitor.verify_challenge(secret, body, self.headers.get("X-Gpufabric-Signature"))
+                except ValueError as exc:
+                    return self._send(401, {"error": str(exc)})
+                nonce = nonces.issue(node)
                 if nonce is None:
                     return self._send(503, {"error": "too many reports in flight"})
                 return self._send(200, {"nonce": nonce, "expires_in": NONCE_SECONDS})
@@ -172,10 +225,12 @@ def make_handler(config, nonces, batcher):
                 report, nonce = monitor.verify_report(secret, body, self.headers.get("X-Gpufabric-Signature"))
             except ValueError as exc:
                 return self._send(401 if "signature" in str(exc) else 400, {"error": str(exc)})
-            if not nonces.take(nonce):
-                return self._send(401, {"error": "the nonce is unknown, used or expired: ask %s again"
+            if not nonces.take(nonce, report["node"]):
+                return self._send(401, {"error": "the nonce is unknown, used, expired or another node's: ask %s again"
                                         % monitor.CHALLENGE_PATH})
             slot = batcher.submit(report)
+            if slot is None:
+                return self._send(503, {"error": "too many reports wait for a decision: nothing is assumed, report again"})
             if not slot["done"].wait(config["answer_within"]):
                 return self._send(503, {"error": "no decision within %s s (the scheduler is slow): the report is "
                                         "decided when its turn comes; nothing is assumed" % config["answer_within"]})
@@ -189,6 +244,21 @@ class Server(ThreadingMixIn, HTTPServer):
     allow_reuse_address = True
     # A whole fleet reports at the same second (HealthCheckProgram): the listen backlog must hold it.
     request_queue_size = 4096
+    slots = None  # set per server: a BoundedSemaphore of MAX_CONNECTIONS
+
+    def process_request(self, request, client_address):
+        """A thread per connection, up to MAX_CONNECTIONS; beyond that the connection is closed at once
+        (a node retries on its next run) instead of a thread piling up."""
+        if not self.slots.acquire(False):
+            self.shutdown_request(request)
+            return
+        ThreadingMixIn.process_request(self, request, client_address)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            ThreadingMixIn.process_request_thread(self, request, client_address)
+        finally:
+            self.slots.release()
 
 
 def serve(config, clock=time.time, log=_say, stop=None):
@@ -197,7 +267,9 @@ def serve(config, clock=time.time, log=_say, stop=None):
     wake = threading.Event()
     nonces = Nonces(clock)
     batcher = Batcher(config, clock, log, wake)
-    server = Server((config["listen"], config["port"]), make_handler(config, nonces, batcher))
+    threads = []
+    server = Server((config["listen"], config["port"]), make_handler(config, nonces, batcher, threads))
+    server.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
     state_path, lock_path = decider.paths(config["state_dir"])
 
     def deliver_loop():
@@ -213,9 +285,9 @@ def serve(config, clock=time.time, log=_say, stop=None):
             except Exception as exc:  # the loop must outlive any one failure; it is said, and retried
                 log("delivery: %s" % exc)
 
-    threads = [threading.Thread(target=batcher.run, args=(stop,), name="decider"),
-               threading.Thread(target=deliver_loop, name="delivery"),
-               threading.Thread(target=server.serve_forever, name="http")]
+    threads += [threading.Thread(target=batcher.run, args=(stop,), name="decider"),
+                threading.Thread(target=deliver_loop, name="delivery"),
+                threading.Thread(target=server.serve_forever, name="http")]
     for thread in threads:
         thread.daemon = True
         thread.start()

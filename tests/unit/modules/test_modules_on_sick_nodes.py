@@ -118,6 +118,28 @@ def test_node_health_with_a_hung_kernel_log_reader(sick):
     assert "dmesg -T exited 1: dmesg: read kernel buffer failed" in found["detail"]
 
 
+def test_a_hung_kernel_log_reader_or_ethtool_makes_the_check_incomplete(sick):
+    """What the remediation decider reads: a source that failed or hung is named, and the check is not complete."""
+    import shutil
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, node_checks
+    sick.set("journalctl", "hang")
+    sick.set("dmesg", "fail:1:dmesg: read kernel buffer failed: Operation not permitted")
+    args = {"command_timeout": 2, "sysfs_root": str(sick.root / "nosys"), "procfs_root": sick.proc,
+            "nvidia_smi_path": os.devnull + "x"}
+    result = run_module(node_health, args)
+    assert result["complete"] is False
+    assert result["unreadable"][0].startswith("kernel log: ") and "journalctl -k -b did not answer within 2 s" in \
+        result["unreadable"][0]
+    shutil.copytree(os.path.join(FIXTURES, "sysfs", "erdma"), str(sick.root / "sys"))
+    sick.set("ethtool", "hang")
+    (sick.root / "kern.log").write_text("")
+    checked = node_checks.check_node(dict(args, sysfs_root=str(sick.root / "sys"), kernel_log=str(sick.root / "kern.log")),
+                                     commands.Runner(2), history=[])
+    assert checked["complete"] is False
+    assert [u for u in checked["unreadable"] if u.startswith("pause counters of ")] and \
+        "did not answer within 2 s" in checked["unreadable"][-1]
+
+
 def test_a_bad_command_timeout_names_itself(sick):
     for module in (gpu_facts, node_health, rdma_devices):
         result = run_module(module, {"command_timeout": 0})

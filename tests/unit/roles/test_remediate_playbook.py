@@ -1,10 +1,11 @@
-"""playbooks/remediate.yml on Kubernetes, at the request level: no API server can run here, so
-kubernetes.core talks to tests/lab/kube-api-standin/server.py, which logs every request and applies
-JSON patches as the API server does (a failed test op is 422). A node with an Xid 79 is cordoned and
-tainted with a JSON patch that touches only our taint, cordon and annotations (the ledger rides along),
-in check mode only as a server-side dry run; it is uncordoned when the fault clears; a taint another
-controller added in between survives; a node an admin cordoned is left alone; an unreachable node is
-never resumed."""
+"""playbooks/remediate.yml on Kubernetes, at the request level: no API server can run here, so the
+decider (the remediate module, on the decider's host - here this machine) talks through kubectl
+(tests/stubs/fake_kubectl.py) to tests/lab/kube-api-standin/server.py, which logs every request and
+applies JSON patches as the API server does (a failed test op is 422). A node with an Xid 79 is cordoned
+and tainted with a JSON patch that touches only our taint, cordon and annotations (the ledger rides
+along); check mode sends no change at all; it is uncordoned when the fault clears; a taint another
+controller added in between survives; a node an admin cordoned is left alone; a node whose check is
+incomplete is never resumed."""
 
 import json
 import os
@@ -20,6 +21,7 @@ STANDIN_SMI = os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-s
 CAPTURE = os.path.join(ROOT, "tests", "unit", "fixtures", "nvidia_smi", "q_h200x8.xml")
 XID_79 = "2026-11-23T18:00:00+00:00 n1 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
 OTHER_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+FAKE_KUBECTL = os.path.join(ROOT, "tests", "stubs", "fake_kubectl.py")
 
 pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
                                 reason="needs the collection installed (make unit sets ANSIBLE_COLLECTIONS_PATH)")
@@ -27,7 +29,7 @@ pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
 
 @pytest.fixture
 def cluster(tmp_path):
-    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "annotations": {}},
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "resourceVersion": "1", "annotations": {}},
               "spec": {"taints": [OTHER_TAINT]}},
              {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}, "spec": {"unschedulable": True}}]
     (tmp_path / "nodes.json").write_text(json.dumps(nodes))
@@ -59,10 +61,12 @@ def cluster(tmp_path):
     smi.write_text("#!/bin/sh\nNVIDIA_SMI_CAPTURE=%s exec %s \"$@\"\n" % (capture, STANDIN_SMI))
     smi.chmod(0o755)
     (tmp_path / "vars.yml").write_text(json.dumps({
-        "remediate_kubeconfig": str(tmp_path / "kubeconfig"),
+        "remediate_decider_host": "n1", "remediator_state_dir": str(tmp_path / "decider"),
         "remediator_settings": {"mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
                                 "rate_limit": {"max_nodes": 1, "max_percent": 100},
-                                "circuit_breaker": {"max_percent": 100}, "kubernetes": {"enabled": True}}}))
+                                "circuit_breaker": {"max_percent": 100},
+                                "kubernetes": {"enabled": True, "kubectl": FAKE_KUBECTL,
+                                               "kubeconfig": str(tmp_path / "kubeconfig")}}}))
     yield tmp_path
     server.terminate()
     server.wait()
@@ -87,14 +91,13 @@ def nodes(path):
     return dict((n["metadata"]["name"], n) for n in json.loads((path / "nodes.json").read_text()))
 
 
-def test_check_mode_sends_only_a_dry_run_and_changes_nothing(cluster):
+def test_check_mode_reads_and_changes_nothing_anywhere(cluster):
     (cluster / "n1.log").write_text(XID_79)
     before = (cluster / "nodes.json").read_text()
     out = run(cluster, "--check", "--diff")
     assert "Kubernetes: cordoned and tainted n1 (gpufabric: gpu_xid " in out
     assert (cluster / "nodes.json").read_text() == before
-    (entry,) = patches(cluster)
-    assert entry["query"] == {"dryRun": ["All"]}  # a server-side dry run: the API server changes nothing
+    assert patches(cluster) == [] and not (cluster / "decider").exists()
 
 
 TAINT = {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}
@@ -106,9 +109,9 @@ def test_a_fault_cordons_and_taints_with_a_json_patch_and_recovery_undoes_only_o
     (patch,) = patches(cluster)
     assert patch["path"] == "/api/v1/nodes/n1" and patch["content_type"].startswith("application/json-patch+json")
     assert [op["op"] + " " + op["path"] for op in patch["body"]] == [
-        "add /metadata/annotations/gpufabric.io~1remediation", "add /spec/taints/-", "add /spec/unschedulable",
-        "add /metadata/annotations/gpufabric.io~1cordoned-at"]
-    assert patch["body"][1]["value"] == TAINT
+        "test /metadata/resourceVersion", "add /metadata/annotations/gpufabric.io~1remediation", "add /spec/taints/-",
+        "add /spec/unschedulable", "add /metadata/annotations/gpufabric.io~1cordoned-at"]
+    assert patch["body"][2]["value"] == TAINT
     node = nodes(cluster)["n1"]
     assert node["spec"] == {"taints": [OTHER_TAINT, TAINT], "unschedulable": True}
     ledger = json.loads(node["metadata"]["annotations"]["gpufabric.io/remediation"])
@@ -116,7 +119,7 @@ def test_a_fault_cordons_and_taints_with_a_json_patch_and_recovery_undoes_only_o
     # The checks run on this machine (a local connection): the target names its host.
     target = drain["findings"][0].split("|", 1)[1]
     assert drain["findings"] == ["gpu_xid|" + target] and target.endswith("/GPU 0000:18:00")
-    assert drain["by"] == "gpufabric.rdma.remediate" and drain["via"] == "awx" and drain["policy"].startswith("policy-")
+    assert drain["by"].startswith("gpufabric-remediator@") and drain["via"] == "awx" and drain["policy"].startswith("policy-")
     assert drain["reason"] == "gpufabric: gpu_xid %s; policy %s; via awx" % (target, drain["policy"])
     # n2 was cordoned by an admin and is healthy: left as it is.
     assert "drained by someone else (cordoned by someone else)" in out

@@ -312,7 +312,9 @@ def test_reports_without_the_secret_or_replayed_are_refused(cluster):
     from ansible_collections.gpufabric.rdma.plugins.module_utils import webhook
     c = cluster(["n01", "n02"])
     c.fault("n01")
-    nonce = json.loads(webhook.send(c.url + "/v1/challenge", b"{}", {}).text)["nonce"]
+    assert webhook.send(c.url + "/v1/challenge", b"{}", {}).status == 401  # no nonce without the secret
+    challenge = monitor.challenge_body("n01")
+    nonce = json.loads(webhook.send(c.url + "/v1/challenge", challenge, monitor.report_headers(SECRET, challenge)).text)["nonce"]
     result = {"findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0", "detail": "x",
                             "fix_hint": "x"}], "complete": True, "unreadable": []}
     body = monitor.report_body("n01", result, "timer", nonce)
@@ -321,8 +323,56 @@ def test_reports_without_the_secret_or_replayed_are_refused(cluster):
     good = webhook.send(c.url + "/v1/report", body, monitor.report_headers(SECRET, body), deadline=20)
     assert good.status == 200 and json.loads(good.text)["decision"]["action"] == "drain"
     replay = webhook.send(c.url + "/v1/report", body, monitor.report_headers(SECRET, body))
-    assert replay.status == 401 and "nonce is unknown, used or expired" in replay.text
+    assert replay.status == 401 and "nonce is unknown, used, expired or another node's" in replay.text
     assert len(c.updates()) == 1
+    # n02 cannot use a nonce issued to n01.
+    nonce = json.loads(webhook.send(c.url + "/v1/challenge", challenge, monitor.report_headers(SECRET, challenge)).text)["nonce"]
+    other = monitor.report_body("n02", result, "timer", nonce)
+    assert webhook.send(c.url + "/v1/report", other, monitor.report_headers(SECRET, other)).status == 401
+
+
+def test_a_batch_that_fails_is_answered_and_the_decider_lives_on(cluster, monkeypatch):
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import remediation, webhook
+    c = cluster(["n01", "n02"])
+    real, calls = remediation.plan, []
+
+    def broken_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise TypeError("'<' not supported between instances of 'str' and 'int'")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(remediation, "plan", broken_once)
+    c.fault("n01")
+    lines = c.run("n01")
+    assert any("could not act: the decider failed on this batch (TypeError" in line for line in lines), lines
+    assert c.drained() == []
+    health = webhook.send(c.url + "/v1/health", b"{}", {})  # POST is refused; the health endpoint is GET
+    assert health.status == 404
+    import urllib.request
+    with urllib.request.urlopen(c.url + "/v1/health", timeout=5) as answer:
+        state = json.loads(answer.read())
+    assert state["ok"] and state["dead_threads"] == [] and "TypeError" in state["last_batch"]["error"]
+    c.run("n01")
+    assert c.drained() == ["n01"]  # the next batch is decided
+
+
+def test_a_client_that_drips_its_request_is_cut_and_connections_are_bounded(cluster, monkeypatch):
+    import socket
+    monkeypatch.setattr(service, "READ_SECONDS", 2)
+    c = cluster(["n01", "n02"])
+    port = c.server.server_address[1]
+    sock = socket.create_connection(("127.0.0.1", port))
+    started = time.time()
+    sock.sendall(b"POST /v1/report HTTP/1.1\r\nHost: x\r\n")
+    sock.settimeout(30)
+    try:
+        while sock.recv(1):
+            pass
+    except OSError:
+        pass
+    assert time.time() - started < service.READ_SECONDS + 5  # cut by the watchdog, not held for ever
+    sock.close()
+    assert c.server.slots._value == service.MAX_CONNECTIONS or c.server.slots._value >= service.MAX_CONNECTIONS - 1
 
 
 def test_a_fault_its_drain_and_its_resume_during_an_outage_are_all_delivered_afterwards_once_each(cluster):

@@ -210,8 +210,11 @@ def test_redact_covers_tokens_without_digits_and_tokens_cut_short():
     echoed = "error: " + "x" * 190 + " https://open.feishu.cn/open-apis/bot/v2/hook/onlyLettersTokenHereNoDigits"
     cut = monitor.redact(echoed, lark, limit=200)
     assert len(cut) <= 200 and "onlyLett" not in cut and "TokenHere" not in cut
-    # The other side cut the token itself: the start of it at the end of the text goes too.
+    # The other side cut the token itself: the start of it goes too, at the end of the text or anywhere.
     assert monitor.redact("bad token onlyLettersToken", lark) == "bad token ***"
+    uuid_hook = {"url": "https://open.feishu.cn/open-apis/bot/v2/hook/0f3a9c1e-77b2-4d1e-9a6b-5c2d8e7f1a3b"}
+    assert monitor.redact("bad hook 0f3a9c1e-77b2-4d1e-9a6b... (truncated by proxy)", uuid_hook) == \
+        "bad hook ***... (truncated by proxy)"
     userinfo = {"url": "https://user:pa55word@example.com/hook"}
     assert "pa55word" not in monitor.redact("auth failed for user:pa55word", userinfo)
 
