@@ -23,11 +23,11 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
+from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES as SEVERITY_ORDER  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.health import XID_CATALOG  # noqa: E402  (needs `make collection`)
 
 EXPLANATIONS = os.path.join(ROOT, "docs", "site", "troubleshooting.yml")
 PAGE = os.path.join(ROOT, "docs", "troubleshooting.md")
-SEVERITY_ORDER = ("critical", "warning", "info")
 
 
 def _rel(path):

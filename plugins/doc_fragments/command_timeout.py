@@ -16,6 +16,9 @@ options:
       - Seconds each external command the module runs may take (1 to 3600). One that takes longer is killed with
         every process it started, and the module reports that it did not answer instead of waiting for ever (a
         C(nvidia-smi) on a node whose GPU fell off the bus can hang).
+      - Set it once for every module of the collection that runs commands with a C(module_defaults) entry for
+        C(group/gpufabric.rdma.commands) on a play or a block (see the collection's README); a task's own value
+        wins.
     type: int
     default: 30
 """

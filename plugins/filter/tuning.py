@@ -36,7 +36,8 @@ def ddp_report(runs, min_images_per_s_per_gpu=None, min_efficiency=None, baselin
     """The local DDP benchmark runs -> medians, scaling efficiency, failures and ddp.md text."""
     expect("ddp_report", runs, (list,), "a list of runs {world_size, round, stdout, rc}")
     # The registered results of the role's loop over [round, GPUs] read the same.
-    runs = [{"round": r["item"][0], "world_size": r["item"][1], "stdout": r.get("stdout") or "", "rc": r.get("rc")}
+    runs = [{"round": r["item"][0], "world_size": r["item"][1], "stdout": r.get("stdout") or "", "rc": r.get("rc"),
+             "stderr": r.get("stderr") or r.get("msg") or ""}
             if isinstance(r, Mapping) and isinstance(r.get("item"), (list, tuple)) else r for r in runs]
     return ddp.report(runs, number_or_none("ddp_report", "min_images_per_s_per_gpu", min_images_per_s_per_gpu),
                       number_or_none("ddp_report", "min_efficiency", min_efficiency), baseline)

@@ -8,7 +8,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections.abc import Mapping
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import chart, nccl_tests
 from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
+from ansible_collections.gpufabric.rdma.plugins.module_utils.text import check_line
 
 
 def rounds(hosts):
@@ -79,41 +83,51 @@ def rank(results, tolerance=0.1):
             "bad_links": ["%s-%s" % (link["a"], link["b"]) for link in links if link["bad"]]}
 
 
-def collect(pairs, parse):
-    """Raw pair runs -> measurements for rank().
+def judge_run(run, parse):
+    """One nccl-tests run of a burn-in (a pair or a search group) -> the run record both strategies keep:
+    {rc, ranks, nccl_tests_passed, busbw, peak_busbw, largest_size, error}.
 
-    ``pairs``: [{'a', 'b', 'round', 'rc', 'output', 'stderr'}] as the burn-in play registers them;
-    ``parse``: the nccl-tests parser. A pair's figure is the busbw at the largest size it
-    measured (out of place); a pair that exited non-zero, printed no rows or failed its data
-    check has busbw None and an ``error``.
+    The one judge of both strategies. ``run``: {rc, output, stderr, not_run} as the play registers it;
+    ``parse``: the nccl-tests parser. The figure is the out-of-place busbw at the largest size measured.
+    A run that did not run, exited non-zero, printed no rows, failed nccl-tests' own checks (#wrong,
+    out of bounds, stopped early) or measured nan/inf has no figure and says why in ``error``.
     """
+    entry = {"busbw": None, "error": None, "peak_busbw": None, "largest_size": None, "rc": run.get("rc"), "ranks": None,
+             "nccl_tests_passed": None}
+    if run.get("not_run"):
+        entry["error"] = "not run: %s" % run["not_run"]
+        return entry
+    try:
+        parsed = parse(run.get("output") or "")
+    except ValueError as exc:
+        parsed, entry["error"] = None, "output not understood: %s" % exc
+    rows = (parsed or {}).get("rows") or []
+    if parsed is not None:
+        entry["ranks"] = len(parsed.get("ranks") or []) or None
+        entry["nccl_tests_passed"] = bool(parsed.get("passed"))
+    if run.get("rc") not in (0, None):
+        said = [line.strip() for line in (run.get("stderr") or "").splitlines() if line.strip()]
+        entry["error"] = "exited %s%s" % (run.get("rc"), ": " + said[-1][:200] if said else "")
+    elif parsed is not None and not rows:
+        entry["error"] = "no result rows%s" % (": " + "; ".join(parsed.get("errors") or [])[:200] if parsed.get("errors") else "")
+    elif parsed is not None and parsed.get("failed_sizes"):
+        entry["error"] = "busbw is nan or inf at %d size(s): a failed measurement" % len(parsed["failed_sizes"])
+    elif parsed is not None and not parsed.get("passed", True):
+        entry["error"] = "nccl-tests reported wrong results or stopped early"
+    if rows and entry["error"] is None:
+        entry["largest_size"], entry["busbw"] = nccl_tests.at_largest_size(parsed)
+        entry["peak_busbw"] = parsed.get("peak_busbw")
+        if entry["busbw"] is None:
+            entry["error"] = "no busbw at the largest size"
+    return entry
+
+
+def collect(pairs, parse):
+    """Raw pair runs -> measurements for rank(): [{a, b, round} + judge_run(pair)]."""
     results = []
     for pair in pairs:
-        entry = {"a": pair["a"], "b": pair["b"], "round": pair.get("round"), "busbw": None, "error": None,
-                 "peak_busbw": None, "largest_size": None}
-        if pair.get("not_run"):
-            entry["error"] = "not run: %s" % pair["not_run"]
-            results.append(entry)
-            continue
-        try:
-            parsed = parse(pair.get("output") or "")
-        except ValueError as exc:
-            parsed, entry["error"] = None, "output not understood: %s" % exc
-        rows = (parsed or {}).get("rows") or []
-        if pair.get("rc") not in (0, None):
-            said = [line.strip() for line in (pair.get("stderr") or "").splitlines() if line.strip()]
-            entry["error"] = "exited %s%s" % (pair.get("rc"), ": " + said[-1][:200] if said else "")
-        elif parsed is not None and not rows:
-            entry["error"] = "no result rows"
-        elif parsed is not None and not parsed.get("passed", True):
-            entry["error"] = "nccl-tests reported wrong results or stopped early"
-        if rows and entry["error"] is None:
-            last = rows[-1]
-            entry["busbw"] = (last.get("out_of_place") or {}).get("busbw")
-            entry["largest_size"] = last.get("size")
-            entry["peak_busbw"] = parsed.get("peak_busbw")
-            if entry["busbw"] is None:
-                entry["error"] = "no busbw at the largest size"
+        entry = {"a": pair["a"], "b": pair["b"], "round": pair.get("round")}
+        entry.update(judge_run(pair, parse))
         results.append(entry)
     return results
 
@@ -133,7 +147,7 @@ def markdown(results, ranked, minimum=None, unit="GB/s"):
     cluster = ranked["cluster_median_busbw"]
     lines = ["# Burn-in", "",
              "%s: %d hosts, %d pairs in %d rounds; cluster median busbw %s %s." % (
-                 "PROBLEMS" if problems else "PASSED", len(ranked["hosts"]), len(results),
+                 "FAILED" if problems or failed else "PASSED", len(ranked["hosts"]), len(results),
                  len(set(r.get("round") for r in results)), "-" if cluster is None else "%.1f" % cluster, unit), ""]
     if ranked["slow_hosts"]:
         lines.append("- slow hosts: %s" % ", ".join(ranked["slow_hosts"]))
@@ -157,3 +171,90 @@ def markdown(results, ranked, minimum=None, unit="GB/s"):
             result.get("error") or "%.1f" % link["busbw"], result.get("largest_size") or "-",
             "**yes**" if link["bad"] else "no"))
     return "\n".join(lines) + "\n"
+
+
+def failures(results, ranked, minimum=None, shown_minimum=None):
+    """What fails a pairwise burn-in, one sentence each: slow hosts, bad links, pairs below ``minimum``, then
+    the failed runs that are not already named as a bad link (with why they failed).
+
+    ``results``: collect()'s; ``ranked``: rank()'s. ``shown_minimum`` is the floor as the user wrote it
+    ("350", not 350.0), for the sentences; default ``minimum``.
+    """
+    shown = minimum if shown_minimum is None else shown_minimum
+    found = (["slow host %s" % h for h in ranked["slow_hosts"]] + ["bad link %s" % link for link in ranked["bad_links"]]
+             + ["pair %s below %s GB/s" % (p, shown) for p in below(results, minimum)])
+    found += ["pair %s-%s failed: %s" % (r["a"], r["b"], r["error"]) for r in results
+              if r["busbw"] is None and r["error"] and "%s-%s" % (r["a"], r["b"]) not in ranked["bad_links"]]
+    return found
+
+
+def heatmap(results, ranked):
+    """The pair heat map's inputs: (hosts sorted, {(a, b): busbw or None}, [(a, b) of each bad link])."""
+    hosts = [h["host"] for h in sorted(ranked["hosts"], key=lambda h: h["host"])]
+    cells = dict(((r["a"], r["b"]), r["busbw"]) for r in results)
+    return hosts, cells, [(link["a"], link["b"]) for link in ranked["links"] if link["bad"]]
+
+
+def report(pairs, parse, tolerance=0.1, minimum=None, title="Burn-in: busbw of each pair", shown_minimum=None):
+    """Pair runs ([{a, b, round, rc, output, stderr, not_run}]) -> {results, rank, failures, markdown, svg}.
+
+    Each pair judged by judge_run, hosts and links ranked with ``tolerance``, the failures and the Markdown
+    report; ``svg`` is the heat map of the pairs (bad links marked), None under two hosts. ``title`` must be
+    one line (ValueError). ``shown_minimum``: see failures().
+    """
+    results = collect(pairs, parse)
+    ranked = rank(results, tolerance)
+    hosts, cells, marked = heatmap(results, ranked)
+    found = failures(results, ranked, minimum, shown_minimum)
+    svg = None
+    if len(hosts) >= 2:
+        svg = chart.heatmap_svg(hosts, cells, title=check_line("title", title), marked=marked)
+    return {"results": results, "rank": ranked, "failures": found, "markdown": markdown(results, ranked, minimum),
+            "svg": svg}
+
+
+class UnreadableRun(ValueError):
+    """A search group's registered run that is not a run (its message names the test)."""
+
+
+def run_record(value):
+    """A search group's run as the play registered it -> the run judge_run reads ({rc, output, stderr} or {not_run}).
+
+    ``value``: the registered result of the group's command, its text alone (rc 0), or None (no run was
+    recorded); a skipped task is a run that did not happen. ValueError for anything else.
+    """
+    if value is None:
+        return {"not_run": "no run was recorded for it"}
+    if isinstance(value, str):
+        return {"rc": 0, "output": value}
+    if not isinstance(value, Mapping):
+        raise ValueError("a run must be the registered result of the group's command, got %s" % type(value).__name__)
+    if value.get("skipped"):
+        return {"not_run": value.get("msg") or "skipped"}
+    return {"rc": value.get("rc"), "output": value.get("stdout") or "", "stderr": value.get("stderr") or value.get("msg") or ""}
+
+
+def search_runs(runs, parse):
+    """A search round's runs ({test id: registered result}) -> {test id: the run record judge_run keeps}.
+
+    Judged as a pair is: a run that exited non-zero, failed nccl-tests' own checks or measured nan has no
+    figure, and says why. UnreadableRun ("test 3: ...") for a run that is not a registered result.
+    """
+    judged = {}
+    for test_id, value in runs.items():
+        try:
+            judged[int(test_id)] = judge_run(run_record(value), parse)
+        except ValueError as exc:
+            raise UnreadableRun("test %s: %s" % (test_id, exc))
+    return judged
+
+
+def split_figures(judged):
+    """{test id: run record} -> what the planner takes: ({test id: busbw or None}, {test id: why none})."""
+    return (dict((k, v["busbw"]) for k, v in judged.items()),
+            dict((k, v["error"]) for k, v in judged.items() if v["error"]))
+
+
+def search_figures(runs, parse):
+    """search_runs() as the planner takes it (split_figures)."""
+    return split_figures(search_runs(runs, parse))

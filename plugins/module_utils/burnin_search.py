@@ -25,6 +25,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
 
 FIRST_GROUPS = 16
@@ -142,11 +144,20 @@ def _short(state, figure):
     return figure is None or (state["reference"] is not None and figure < state["reference"] * (1 - state["tolerance"]))
 
 
-def record(state, figures):
-    """The figures of the round's tests ({test id: busbw or None}); plans what follows."""
+def record(state, figures, errors=None, runs=None):
+    """The figures of the round's tests ({test id: busbw or None}) and why a run has none ({test id: text});
+    plans what follows. A run without a figure (it failed, or failed its own checks) is short. ``runs``:
+    {test id: run record (burnin.judge_run)} kept on each test, the record a pairwise run keeps."""
     ran = [state["tree"][int(k)] for k in figures]
     for node in ran:
+        if runs and (node["id"] in runs or str(node["id"]) in runs):
+            node["run"] = runs.get(node["id"], runs.get(str(node["id"])))
         node["figure"] = figures.get(node["id"], figures.get(str(node["id"])))
+        error = (errors or {}).get(node["id"], (errors or {}).get(str(node["id"])))
+        if node["figure"] is not None and not math.isfinite(node["figure"]):  # nan and inf are no figures
+            node["figure"], error = None, error or "busbw nan: a failed measurement"
+        if error:
+            node["error"] = error
     if state["reference"] is None:
         measured = [n["figure"] for n in ran if n["figure"] is not None and n["kind"] == "group"]
         state["reference"] = median(measured)
@@ -159,7 +170,8 @@ def record(state, figures):
                 if host not in state["cleared"] and host not in state["slow_hosts"]:
                     state["cleared"].append(host)
         else:
-            node["why"] += "; %s, below %s" % ("failed" if node["figure"] is None else _fmt(node["figure"]),
+            node["why"] += "; %s, below %s" % (("failed (%s)" % node["error"]) if node.get("error") else
+                                               "failed" if node["figure"] is None else _fmt(node["figure"]),
                                                _fmt(state["reference"] * (1 - state["tolerance"]) if state["reference"] else None))
     for node in ran:
         _follow(state, node)
@@ -283,3 +295,49 @@ def summary(state):
     return {"rounds": state["round"], "runs": sum(1 for n in state["tree"] if n["round"] is not None),
             "slow_hosts": sorted(state["slow_hosts"]), "bad_links": sorted(state["bad_links"]),
             "unresolved": state["unresolved"], "reference": state["reference"], "tree_lines": lines}
+
+
+def failures(state, found, minimum=None, shown_minimum=None):
+    """What fails a search burn-in, one sentence each: slow hosts, bad links, groups short as a whole whose
+    every part passed, a reference busbw below ``minimum``, a search stopped before every host was cleared.
+
+    ``found``: summary(state). ``shown_minimum`` is the floor as the user wrote it, for the sentence;
+    default ``minimum``.
+    """
+    shown = minimum if shown_minimum is None else shown_minimum
+    found_failures = (["slow host %s" % h for h in found["slow_hosts"]]
+                      + ["bad link %s" % "-".join(link) for link in found["bad_links"]]
+                      + ["unresolved (short as a whole, every part passed): %s" % ", ".join(u) for u in found["unresolved"]])
+    if minimum is not None and found["reference"] is not None and found["reference"] < minimum:
+        found_failures.append("the cluster's reference busbw %.1f GB/s is below %s GB/s" % (found["reference"], shown))
+    if not state.get("done"):
+        found_failures.append("the search stopped after %d round(s) (burnin_search_max_rounds) before every host was "
+                              "cleared" % found["rounds"])
+    return found_failures
+
+
+def markdown(state, found, found_failures):
+    """The search's report: counts and where the reference came from, the search tree, the verdict line."""
+    lines = ["# Burn-in (search strategy)", "",
+             "%d hosts, %d group runs in %d rounds; reference busbw %s GB/s (%s)." % (
+                 len(state["hosts"]), found["runs"], found["rounds"],
+                 "%.1f" % found["reference"] if found["reference"] is not None else "-",
+                 "the baseline" if state.get("expected") is not None else "the median of the first round's groups"),
+             "", "## Search tree", "", "```"] + found["tree_lines"] + ["```", ""]
+    lines.append("%s: %d hosts, %d group runs in %d rounds%s" % (
+        "PASSED" if not found_failures else "FAILED", len(state["hosts"]), found["runs"], found["rounds"],
+        "" if not found_failures else " - " + "; ".join(found_failures)))
+    return "\n".join(lines) + "\n"
+
+
+def report(state, minimum=None, shown_minimum=None):
+    """A search's state -> {summary, failures, markdown, svg (None: no heat map), rank, results}, shaped as the
+    pairwise burn-in's report so the burnin role writes either alike (``rank`` carries the reference busbw;
+    ``results`` holds each group run's record - hosts, round, kind and burnin.judge_run's record - as the
+    pairwise report holds each pair's)."""
+    found = summary(state)
+    found_failures = failures(state, found, minimum, shown_minimum)
+    results = [dict(node["run"], hosts=list(node["hosts"]), round=node["round"], kind=node["kind"])
+               for node in state["tree"] if node.get("run")]
+    return {"summary": found, "failures": found_failures, "markdown": markdown(state, found, found_failures),
+            "svg": None, "rank": {"cluster_median_busbw": found["reference"]}, "results": results}

@@ -97,6 +97,16 @@ def _shown(value, spec, missing):
     return spec % value if value else missing
 
 
+def last_words(text, limit=300):
+    """The line a person needs from a run that printed no result: the last exception or error line
+    (Python's "ModuleNotFoundError: No module named 'torch'"), else the last line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    for line in reversed(lines):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b", line) or line.lower().startswith(("error", "fatal")):
+            return line[:limit]
+    return lines[-1][:limit] if lines else ""
+
+
 def report(runs, min_images_per_s_per_gpu=None, min_efficiency=None, baseline=None):
     """runs: [{world_size, round, stdout, rc}] of the local mode (1 GPU and N GPUs, interleaved) ->
     {rows, single, many, world_size, efficiency, failures, markdown}. Medians over the rounds."""
@@ -109,7 +119,9 @@ def report(runs, min_images_per_s_per_gpu=None, min_efficiency=None, baseline=No
             rows.append({"world_size": run["world_size"], "round": run.get("round"), "images_per_s": total["images_per_s"],
                          "per_gpu": total.get("per_gpu"), "allreduce_busbw_gbps": (parsed.get("allreduce") or {}).get("busbw_gbps")})
         except DdpParseError as exc:
-            failures.append("%d GPU(s), round %s: %s (exit %s)" % (run["world_size"], run.get("round"), exc, run.get("rc")))
+            said = last_words(run.get("stderr") or "") or last_words(run.get("stdout") or "")
+            told = "; it said: " + said if said else ""
+            failures.append("%d GPU(s), round %s: %s (exit %s%s)" % (run["world_size"], run.get("round"), exc, run.get("rc"), told))
 
     single = median(rates[1]) if rates.get(1) else None
     world = max(rates) if rates else None

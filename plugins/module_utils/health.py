@@ -16,7 +16,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu as nvidi
 from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
 from ansible_collections.gpufabric.rdma.plugins.module_utils.rates import RATE_RULES
-from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import finding, ordered
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are
 # info: the job failed, the GPU is fine. Unknown codes are warnings.
@@ -49,7 +49,6 @@ XID_CATALOG = {
     149: ("critical", "NVLink NETIR error", "check the NVLink fabric and its peer; reset or reboot"),
     150: ("critical", "NVLink MSE error", "check the NVLink fabric; reset or reboot"),
 }
-SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): (\d+), ?(.*)")
 _CAUSE = re.compile(r"caused by previous Xid (\d+)")
@@ -227,7 +226,7 @@ def nccl_drift_findings(host, deployed, expected, path="/etc/nccl.conf"):
 
 
 def sort_findings(found):
-    return sorted(found, key=lambda f: (SEVERITY_ORDER.get(f["severity"], 9), f["check"], f["target"]))
+    return ordered(found)
 
 
 def inventory_findings(host, gpu_count, devices, peermem_loaded, netdev_mtus, expected):

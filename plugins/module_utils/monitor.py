@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - Python 2
     from urllib import quote_plus
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import health, outbox, ownership, remediation, text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.health import SEVERITY_ORDER as SEVERITY_RANK
+from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITY_RANK, rank
 
 WEBHOOK_TYPES = ("lark", "feishu", "dingtalk", "slack", "generic")
 KINDS = ("new", "worse", "repeat", "recovered")
@@ -106,7 +106,7 @@ def plan(state, findings, webhook_names, now, quiet_period, cluster, host, min_s
     events = state.setdefault("events", {})
     queues = state.setdefault("outbox", {})
     limit = SEVERITY_RANK[min_severity]
-    current = dict((event_key(f), f) for f in findings if SEVERITY_RANK.get(f["severity"], 9) <= limit)
+    current = dict((event_key(f), f) for f in findings if rank(f["severity"]) <= limit)
     for key in sorted(current):
         found = current[key]
         event = events.get(key)

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
@@ -156,16 +157,44 @@ def _row(tokens, columns):
     }
 
 
+def finite(value):
+    """A number that is a measurement: not None, not NaN, not infinite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def at_largest_size(result, placement="out_of_place"):
+    """The one reading of "busbw at the largest size": (size, busbw) of the row of the largest size measured.
+
+    ``placement``: out_of_place (nccl-tests' headline figure), in_place, or best (the larger of the two finite
+    ones). (None, None) without rows; busbw is None when that row has none, and nan/inf is returned as it is
+    (the caller treats it as a failed measurement: ``finite()``).
+    """
+    rows = result.get("rows") or []
+    if not rows:
+        return None, None
+    row = max(rows, key=lambda r: r.get("size") or 0)
+    groups = {"out_of_place": [row.get("out_of_place")], "in_place": [row.get("in_place")],
+              "best": [row.get("out_of_place"), row.get("in_place")]}[placement]
+    values = [g.get("busbw") for g in groups if g and g.get("busbw") is not None]
+    if len(values) > 1:
+        values = [v for v in values if finite(v)] or values[:1]
+    return row.get("size"), (max(values) if values else None)
+
+
 def _summarize(result):
     rows = result["rows"]
     busbws = [g["busbw"] for r in rows for g in (r["out_of_place"], r["in_place"]) if g and g["busbw"] is not None]
     wrongs = [g["wrong"] for r in rows for g in (r["out_of_place"], r["in_place"]) if g and g["wrong"] is not None]
-    result["peak_busbw"] = max(busbws) if busbws else None
+    # nan and inf are failed measurements: never a peak, never a pass.
+    result["failed_sizes"] = [r["size"] for r in rows if any(
+        g and g["busbw"] is not None and not finite(g["busbw"]) for g in (r["out_of_place"], r["in_place"]))]
+    measured = [b for b in busbws if finite(b)]
+    result["peak_busbw"] = max(measured) if measured else None
     result["wrong"] = sum(wrongs) if wrongs else (0 if rows else None)
     oob = result.get("out_of_bounds")
     result["passed"] = bool(
         rows and result["completed"] and not result["wrong"] and not result["errors"]
-        and (oob is None or oob.get("ok"))
+        and (oob is None or oob.get("ok")) and not result["failed_sizes"]
     )
     return result
 
@@ -378,20 +407,24 @@ def check_thresholds(result, min_busbw=None, min_busbw_by_size=None, max_wrong=0
         elif placement == "out_of_place":
             groups = groups[:1]
         values = [g["busbw"] for g in groups if g and g.get("busbw") is not None]
+        if any(not finite(v) for v in values):
+            return float("nan")  # a failed measurement fails the threshold, whatever the other placement says
         return max(values) if values else None
 
     by_size = dict((r["size"], r) for r in rows)
+    failed = result.get("failed_sizes") or []
+    if failed:
+        failures.append("busbw is nan or inf (a failed measurement) at %d size(s), first %d B" % (len(failed), failed[0]))
     wanted = dict((int(k), float(v)) for k, v in (min_busbw_by_size or {}).items())
     if min_busbw is not None:
-        largest = max(by_size)
-        wanted.setdefault(largest, float(min_busbw))
+        wanted.setdefault(at_largest_size(result)[0], float(min_busbw))
     for size in sorted(wanted):
         row = by_size.get(size)
         if row is None:
             failures.append("size %d B was not measured (largest measured: %d B)" % (size, max(by_size)))
             continue
         measured = busbw(row)
-        if measured is None or measured < wanted[size]:
+        if not finite(measured) or measured < wanted[size]:
             failures.append("size %d B: busbw %s GB/s, expected at least %g GB/s" % (
                 size, "unknown" if measured is None else "%g" % measured, wanted[size]))
     if max_wrong is not None and (result.get("wrong") or 0) > max_wrong:

@@ -20,6 +20,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_a
 from ansible_collections.gpufabric.rdma.plugins.module_utils.sysfs import listdir
 
 TOOLS = ("ip", "nmcli", "networkctl", "mlnx_qos", "dcb")
+# nmcli's exit status when NetworkManager is installed but not running (nmcli(1), EXIT STATUS).
+NMCLI_NOT_RUNNING = 8
 
 
 class HostError(Exception):
@@ -63,11 +65,21 @@ def _managers(host, runner, manager):
     netplan_files = [p for p in sorted(glob.glob(os.path.join(etc, "netplan", "*.yaml"))) if "/60-gpufabric-" not in p]
     managers = {"netplan_files": netplan_files,
                 "netplan_mentions": [p for p in netplan_files if netconf.netplan_mentions(read_text(p) or "", ifname)],
-                "nm_connection": None, "nm_mtu": None, "networkd_file": None, "ifupdown": None}
+                "nm_connection": None, "nm_mtu": None, "networkd_file": None, "ifupdown": None,
+                "nm_running": None, "nm_conf": []}
     if manager in ("auto", "networkmanager") and tools["nmcli"]:
         result = _probe(runner, [tools["nmcli"], "-g", "GENERAL.CONNECTION", "device", "show", ifname])
         out = result.stdout.strip()
         managers["nm_connection"] = out if result.ok and out not in ("", "--") else None
+        # Installed but not running: it takes the interface over when it starts, unless its configuration
+        # leaves it unmanaged (the planner reads NetworkManager.conf and conf.d/ in the order NetworkManager does).
+        managers["nm_running"] = not (result.rc == NMCLI_NOT_RUNNING or
+                                      "NetworkManager is not running" in (result.stderr or "") + (result.stdout or ""))
+        if not managers["nm_running"]:
+            conf = [os.path.join(etc, "NetworkManager", "NetworkManager.conf")] + \
+                sorted(glob.glob(os.path.join(etc, "NetworkManager", "conf.d", "*.conf")))
+            texts = [(path, read_text(path)) for path in conf]
+            managers["nm_conf"] = [(path, text) for path, text in texts if text is not None]
         if managers["nm_connection"]:
             result = _probe(runner, [tools["nmcli"], "-g", "802-3-ethernet.mtu", "connection", "show",
                                      managers["nm_connection"]])

@@ -14,7 +14,9 @@ The snapshot (every key is read by netdev_host):
 - ``ifname``, ``link`` (mtu, max_mtu, address, kind, operstate from ``ip -d -j link``);
 - ``roots``: sys, proc, etc (the trees every path is under, so a captured host plans like a live one);
 - ``tools``: the paths of ip, nmcli, networkctl, mlnx_qos, dcb (None when absent);
-- ``managers``: netplan_files, nm_connection, nm_mtu, networkd_file, ifupdown ([path, text] or None);
+- ``managers``: netplan_files, nm_connection, nm_mtu, networkd_file, ifupdown ([path, text] or None),
+  nm_running (None without nmcli, False when NetworkManager is installed but not running) and nm_conf
+  ([(path, text)] of NetworkManager.conf and conf.d/*.conf, read when it is not running);
 - ``files``: {path: current text or None} for every file the MTU plan may write;
 - ``qos``: tool (mlnx_qos, dcb or None), current ({trust, pfc}), error (why QoS cannot be read);
 - ``paths``: {path: {exists, writable, value}} for every sysfs, configfs and procfs target;
@@ -53,6 +55,7 @@ class Plan(object):
         self.files = []        # (path, before, after, mode)
         self.skipped = []      # [{"setting", "reason"}], one per setting
         self.boot = []         # steps a boot unit replays (the kernel forgets them)
+        self.warnings = []     # what the user must know although nothing fails
         self.mtu = None
 
     def skip(self, setting, reason):
@@ -123,6 +126,116 @@ def irq_path(roots, irq):
     return "%s/irq/%d/smp_affinity_list" % (roots["proc"], irq)
 
 
+# -- NetworkManager's configuration (read when it is installed but not running) ---------------------
+
+_MAC_RE = re.compile(r"^[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5,19}$")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _nm_glob(pattern, name):
+    """NetworkManager's "simple globbing": * and ?, case-sensitive, no ranges or escapes."""
+    regex = "".join(".*" if char == "*" else "." if char == "?" else re.escape(char) for char in pattern)
+    return re.match("(?:%s)\\Z" % regex, name, re.DOTALL) is not None
+
+
+def _nm_spec_matches(spec, ifname, address, nm_type):
+    """One entry of NetworkManager's device list format (NetworkManager.conf(5), "Device List Format")."""
+    if spec == "*":
+        return True
+    if spec.startswith("interface-name:"):
+        pattern = spec[len("interface-name:"):]
+        if pattern.startswith("="):
+            return pattern[1:] == ifname
+        return _nm_glob(pattern[1:] if pattern.startswith("~") else pattern, ifname)
+    if spec.startswith("mac:"):
+        return bool(address) and spec[len("mac:"):].lower() == address.lower()
+    if spec.startswith("type:"):
+        return spec[len("type:"):] == nm_type
+    if re.match(r"^(?:s390-subchannels|driver|dhcp-plugin):", spec):
+        return False   # not known here, so not taken as a match
+    if _MAC_RE.match(spec):
+        return bool(address) and spec.lower() == address.lower()
+    return spec == ifname   # a bare name: the interface name, literally
+
+
+def _nm_list_matches(value, ifname, address, nm_type):
+    """A device list: no "except:" entry may match, and a plain entry must (or there are only "except:" ones)."""
+    specs = [spec.strip() for spec in re.split(r"[,;]", value or "") if spec.strip()]
+    matched = has_except = False
+    for spec in specs:
+        if spec.startswith("except:"):
+            has_except = True
+            if _nm_spec_matches(spec[len("except:"):], ifname, address, nm_type):
+                return False
+        elif _nm_spec_matches(spec, ifname, address, nm_type):
+            matched = True
+    return matched or has_except
+
+
+def nm_unmanaged(conf_files, ifname, address="", kind=""):
+    """Where NetworkManager's configuration leaves the interface unmanaged ("<path>: [keyfile] unmanaged-devices"
+    or "<path>: [device-x] managed=false"), or None when it would manage it.
+
+    ``conf_files``: [(path, text)] in the order NetworkManager reads them (NetworkManager.conf, then conf.d/*.conf
+    by name; a later setting overrides, "key+=" appends, "key-=" removes). ``kind`` is ip's link kind
+    ("" for a NIC, NetworkManager's type "ethernet"). Files under /usr/lib and /run are not read.
+    """
+    nm_type = kind or "ethernet"
+    unmanaged, where = [], None
+    devices = []    # [(path, section, {key: value})], later files first (they override earlier ones)
+    for path, text in conf_files or []:
+        section, file_devices = None, []
+        for raw in (text or "").splitlines():
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("[") and line.endswith("]"):
+                section = line[1:-1].strip()
+                if section == "device" or section.startswith("device-"):
+                    file_devices.append((path, section, {}))
+                continue
+            key, sep, value = line.partition("=")
+            if not sep:
+                continue
+            key, value = key.strip(), value.strip()
+            if section == "keyfile" and key.rstrip("+-").strip() == "unmanaged-devices":
+                entries = [spec.strip() for spec in re.split(r"[,;]", value) if spec.strip()]
+                if key.endswith("+"):
+                    unmanaged += entries
+                elif key.endswith("-"):
+                    unmanaged = [spec for spec in unmanaged if spec not in entries]
+                else:
+                    unmanaged = entries
+                where = "%s: [keyfile] unmanaged-devices=%s" % (path, ";".join(unmanaged))
+            elif file_devices and section == file_devices[-1][1]:
+                file_devices[-1][2][key] = value
+        devices = file_devices + devices
+    if unmanaged and _nm_list_matches(";".join(unmanaged), ifname, address, nm_type):
+        return where
+    for path, section, keys in devices:
+        if "managed" in keys and _nm_list_matches(keys.get("match-device", "*"), ifname, address, nm_type):
+            return "%s: [%s] managed=%s" % (path, section, keys["managed"]) \
+                if keys["managed"].lower() in _FALSE else None
+    return None
+
+
+def _nm_will_take_over(host, mtu, path):
+    """The warning for an MTU kept by the udev rule on a host where NetworkManager is installed, not running,
+    and would manage the interface when it starts; None otherwise."""
+    managers, link, ifname = host.get("managers") or {}, host["link"], host["ifname"]
+    if managers.get("nm_running") is not False or \
+            nm_unmanaged(managers.get("nm_conf"), ifname, link.get("address"), link.get("kind")):
+        return None
+    etc = host["roots"]["etc"]
+    return ("%s: NetworkManager is installed but not running, and nothing in %s/NetworkManager/ leaves %s unmanaged: "
+            "when NetworkManager starts it manages %s, and the MTU is then what the connection it activates there "
+            "says (DHCP's, where the connection leaves it automatic) - the udev rule in %s keeps MTU %d only until "
+            "then. To keep the MTU under NetworkManager, start it and run this again (the MTU then goes into the "
+            "connection's 802-3-ethernet.mtu); to keep NetworkManager away from %s, add "
+            "unmanaged-devices=interface-name:%s to [keyfile] in a file in %s/NetworkManager/conf.d/."
+            % (ifname, etc, ifname, ifname, path, mtu, ifname, ifname, etc))
+
+
 # -- planners --------------------------------------------------------------------------------------
 
 def plan_write(plan, host, step, setting, compare=None):
@@ -182,6 +295,9 @@ def plan_mtu(plan, host, mtu, persist=True, manager="auto"):
         plan.files.append((path, files.get(path), netconf.render_netplan(ifname, mtu), 0o600))
     elif manager == "networkmanager":
         connection = managers.get("nm_connection")
+        if not connection and managers.get("nm_running") is False:
+            raise PlanError("manager networkmanager: NetworkManager is installed but not running, so it has no "
+                            "connection on %s to keep the MTU in: start it and run this again" % ifname)
         if not connection:
             raise PlanError("manager networkmanager: NetworkManager has no connection on %s" % ifname)
         current = managers.get("nm_mtu") or ""
@@ -206,6 +322,9 @@ def plan_mtu(plan, host, mtu, persist=True, manager="auto"):
         before_text = files.get(path)
         plan.files.append((path, before_text, netconf.udev_set_mtu(before_text, link.get("address"), ifname, mtu),
                            0o644))
+        warning = _nm_will_take_over(host, mtu, path)
+        if warning:
+            plan.warnings.append(warning)
     plan.mtu["persisted_in"] = path
 
 

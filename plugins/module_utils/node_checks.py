@@ -17,7 +17,7 @@ import os
 import time
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, health, rates, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import counts as count_findings, finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
 # controller and the module use the same rules; these names stay for callers of this module.
@@ -176,7 +176,7 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
                                                 opts["nccl_conf"])
 
     found = health.sort_findings(found)
-    counts = dict((s, sum(1 for f in found if f["severity"] == s)) for s in ("critical", "warning", "info"))
+    counts = count_findings(found)
     return {"findings": found, "counts": counts, "healthy": counts["critical"] == 0 and counts["warning"] == 0,
             "complete": not unreadable, "unreadable": unreadable,
             "observed": {"host": host, "gpu_count": gpu_count, "gpu_error": smi_problem[1] if smi_problem else None,

@@ -35,7 +35,7 @@ __metaclass__ = type
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.readiness import finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import finding
 from ansible_collections.gpufabric.rdma.plugins.module_utils.text import clean
 
 HOUR = 3600.0

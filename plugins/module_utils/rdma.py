@@ -34,7 +34,14 @@ _DRIVER_TRANSPORT = {
 _VENDOR_TRANSPORT = {"0x1ded": "eRDMA", "0x1d0f": "EFA"}
 
 _STATE_RE = re.compile(r"^\s*(?:(\d+)\s*:\s*)?(?:PORT_(?!CONFIGURATION))?([A-Za-z_]+)\s*(?:\((\d+)\)\s*)?$")
-_RATE_RE = re.compile(r"^\s*([\d.]+)\s*Gb/sec")
+_RATE_RE = re.compile(r"^\s*([0-9]{1,6}(?:\.[0-9]{1,6})?)\s*Gb/sec")
+# Integers as sysfs and the verbs tools print them: decimal (numa_node may be -1) or 0x-hex, ASCII digits
+# only (int() also reads '٣', '1_0' and a 4,000-digit number, which then cannot even be printed), and no
+# more digits than a 64-bit value has.
+_INT_RE = re.compile(r"^(?:[+-]?[0-9]{1,20}|0[xX][0-9A-Fa-f]{1,16})\Z")
+_PORT_NAME_RE = re.compile(r"^[1-9][0-9]{0,2}\Z")
+# A LID is 16 bits (IBTA: unicast 0x0001-0xbfff, multicast 0xc000-0xfffe, permissive 0xffff); 0 means none.
+MAX_LID = 0xffff
 
 
 # verbs prints physical states in upper case ('LINK_UP (5)'); sysfs as '5: LinkUp'. Report the
@@ -62,15 +69,29 @@ def parse_rate_gbps(text):
     return leading_number(text, _RATE_RE)
 
 
-def parse_int(text):
-    """Decimal or 0x-hex integer text -> int; None when empty or not a number."""
+def parse_int(text, low=None, high=None):
+    """Decimal or 0x-hex integer text -> int; None when empty, not a number (ASCII digits, at most a 64-bit
+    value's) or outside [low, high] where they are given."""
     if text is None:
         return None
     text = text.strip()
-    try:
-        return int(text, 16) if text.lower().startswith("0x") else int(text)
-    except ValueError:
+    if not _INT_RE.match(text):
         return None
+    value = int(text, 16) if text[:2] in ("0x", "0X") else int(text)
+    if (low is not None and value < low) or (high is not None and value > high):
+        return None
+    return value
+
+
+def _port_number(name):
+    """A port directory's name ('1') -> its number; None for any other name."""
+    return parse_int(name, 1, 255) if _PORT_NAME_RE.match(name or "") else None
+
+
+def parse_lid(text):
+    """A port's LID ('0x12' in sysfs, '18' in ibv_devinfo) -> int; None for text that is not a LID
+    (not a number, or not 16 bits: a 4,000-digit value is garbage, not a LID)."""
+    return parse_int(text, 0, MAX_LID)
 
 
 def normalize_gid(text):
@@ -173,7 +194,9 @@ def port_from_sysfs(port_name, attrs, device_nets, netdev_operstate):
         gids.append({"index": index, "gid": gid, "type": gid_type(type_text, link_layer),
                      "netdev": ndev_text or None, "ipv4": ipv4})
     gids.sort(key=lambda g: g["index"])
-    port_num = int(port_name)
+    port_num = _port_number(port_name)
+    if port_num is None:
+        raise ValueError("RDMA port %r is not a port number (1-255)" % (port_name[:40] if port_name else port_name,))
     netdev_up = dict((name, state.lower() in ("up", "unknown")) for name, state in netdev_operstate.items()
                      if state is not None)
     return {
@@ -182,8 +205,8 @@ def port_from_sysfs(port_name, attrs, device_nets, netdev_operstate):
         "phys_state": parse_state(attrs.get("phys_state")),
         "link_layer": link_layer,
         "rate_gbps": parse_rate_gbps(attrs.get("rate")),
-        "lid": parse_int(attrs.get("lid")),
-        "sm_lid": parse_int(attrs.get("sm_lid")),
+        "lid": parse_lid(attrs.get("lid")),
+        "sm_lid": parse_lid(attrs.get("sm_lid")),
         "active_mtu": None,
         "netdev": port_netdev(port_num, gids, device_nets),
         "gids": gids,
@@ -214,8 +237,9 @@ def device_from_sysfs(name, attrs):
     if not driver and attrs.get("has_parent") and name.startswith("rxe"):
         driver = "rdma_rxe"   # soft-RoCE has no PCI device, only the parent netdev
     numa = parse_int(attrs.get("numa_node"))
+    # Port directories are named 1, 2, ...; str.isdigit() would also take '²', which int() refuses.
     ports = [port_from_sysfs(port, port_attrs, attrs.get("nets") or {}, attrs.get("netdev_operstate") or {})
-             for port, port_attrs in (attrs.get("ports") or {}).items() if port.isdigit()]
+             for port, port_attrs in (attrs.get("ports") or {}).items() if _port_number(port) is not None]
     ports.sort(key=lambda p: p["port"])
     node_type = attrs.get("node_type")
     return {
@@ -237,16 +261,18 @@ def device_from_sysfs(name, attrs):
 # ----------------------------------------------------------------------------- ibv_devinfo
 
 _HCA_RE = re.compile(r"^hca_id:\s*(\S+)")
-_PORT_RE = re.compile(r"^\s+port:\s*(\d+)\s*$")
+# Numbers in tool text are ASCII digits, and few: \d also matches other scripts' digits, and int() of a
+# 5,000-digit run raises (Python's int-from-string digit limit).
+_PORT_RE = re.compile(r"^\s+port:\s*([0-9]{1,3})\s*$")
 # Values run to the end of the line and are stripped in code: a trailing \s* after a lazy group
 # backtracks quadratically on a line of spaces.
 _KV_RE = re.compile(r"^\s+([A-Za-z_][A-Za-z0-9_ ]{0,63}?):(.*)$")
-_GID_RE = re.compile(r"^\s+GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)(.*)$")
-_MTU_RE = re.compile(r"^\s*(\d+)")
+_GID_RE = re.compile(r"^\s+GID\[\s*([0-9]{1,6})\]:\s*([0-9A-Fa-f:.]+)(.*)$")
+_MTU_RE = re.compile(r"^\s*([0-9]{1,6})(?![0-9])")
 
 
-_WIDTH_RE = re.compile(r"^\s*(\d+)X")
-_SPEED_RE = re.compile(r"^\s*([\d.]+)\s*Gbps")
+_WIDTH_RE = re.compile(r"^\s*([0-9]{1,3})X")
+_SPEED_RE = re.compile(r"^\s*([0-9]{1,6}(?:\.[0-9]{1,6})?)\s*Gbps")
 
 
 def _verbs_rate(width_text, speed_text):
@@ -329,8 +355,8 @@ def _shape_verbs_device(device):
             "phys_state": parse_state(pattrs.get("phys_state")),
             "_link_layer": pattrs.get("link_layer"),
             "rate_gbps": _verbs_rate(pattrs.get("active_width"), pattrs.get("active_speed")),
-            "lid": parse_int(pattrs.get("port_lid")),
-            "sm_lid": parse_int(pattrs.get("sm_lid")),
+            "lid": parse_lid(pattrs.get("port_lid")),
+            "sm_lid": parse_lid(pattrs.get("sm_lid")),
             "active_mtu": _mtu_bytes(pattrs.get("active_mtu")),
             "max_mtu": _mtu_bytes(pattrs.get("max_mtu")),
             "netdev": None,

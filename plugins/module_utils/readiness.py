@@ -12,13 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
-
-SEVERITIES = ("critical", "warning", "info")
-
-
-def finding(check, severity, target, detail, fix_hint):
-    return {"check": check, "severity": severity, "target": target, "detail": detail, "fix_hint": fix_hint}
 
 
 def fabric_interfaces(record):
@@ -123,7 +118,7 @@ def build_report(records, expected_gpu_count=None):
         }
     cluster = cluster_findings(records, expected_gpu_count)
     every = [f for n in nodes.values() for f in n["findings"]] + cluster
-    counts = dict((s, sum(1 for f in every if f["severity"] == s)) for s in SEVERITIES)
+    counts = count_findings(every)
     return {
         "expected_gpu_count": expected_gpu_count,
         "nodes": nodes,
@@ -171,7 +166,7 @@ def render_markdown(report):
     else:
         lines.append("| severity | check | target | detail | fix |")
         lines.append("|---|---|---|---|---|")
-        for f in sorted(every, key=lambda f: (SEVERITIES.index(f["severity"]), f["target"])):
+        for f in sorted(every, key=lambda f: (rank(f["severity"]), f["target"])):
             cells = (f["severity"], f["check"], f["target"], f["detail"].replace("|", "/"), f["fix_hint"].replace("|", "/"))
             lines.append("| %s | %s | %s | %s | %s |" % cells)
     return "\n".join(lines) + "\n"
@@ -188,6 +183,6 @@ def render_text(report):
             lines += ["  %s" % reason for reason in nccl.get("reasons") or []]
     if every:
         rows = [[f["severity"], f["check"], f["target"], f["detail"]]
-                for f in sorted(every, key=lambda f: (SEVERITIES.index(f["severity"]), f["target"]))]
+                for f in sorted(every, key=lambda f: (rank(f["severity"]), f["target"]))]
         lines.append(render_table(["severity", "check", "target", "detail"], rows))
     return "\n".join(lines)

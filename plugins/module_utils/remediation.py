@@ -37,12 +37,13 @@ __metaclass__ = type
 import copy
 import hashlib
 import json
+import math
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES
 from ansible_collections.gpufabric.rdma.plugins.module_utils.text import clean
 
 ACTIONS = ("notify", "drain", "none")
-SEVERITIES = ("critical", "warning", "info")
 MODES = ("shadow", "enforce")
 SOURCES = ("timer", "healthcheck", "gate", "awx", "alert")
 OURS = "gpufabric:"
@@ -347,7 +348,7 @@ def check_ledger(ledger):
 
 
 def _number_or_none(value):
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
                              and abs(value) < 1e12)
 
 

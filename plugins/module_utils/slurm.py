@@ -60,11 +60,26 @@ def parse_job_record(text):
     return record
 
 
+# Slurm job ids are uint32; 0, NO_VAL (0xfffffffe) and INFINITE (0xffffffff) are never a job's
+# (a federated job's id carries its cluster in the top bits, so ids above MaxJobId are real).
+MAX_JOB_ID = 0xfffffffd
+_JOB_ID_RE = re.compile(r"^[0-9]{1,10}\Z")
+
+
+def check_job_id(value, name="job_id"):
+    """A Slurm job id as text ('4711'), or ValueError naming the value: ASCII digits only (str.isdigit()
+    also takes '²' and int() takes '٤٧'), from 1 to MAX_JOB_ID."""
+    if not isinstance(value, str) or not _JOB_ID_RE.match(value) or not 1 <= int(value) <= MAX_JOB_ID:
+        raise ValueError("%s must be a Slurm job id, a whole number from 1 to %d in ASCII digits, got %r"
+                         % (name, MAX_JOB_ID, value if not isinstance(value, str) else value[:40]))
+    return value
+
+
 def parse_submit(text):
     """``sbatch --parsable`` -> (job_id, cluster or None); a federation prints "id;cluster"."""
     line = _text.clean(text, "sbatch output").strip().splitlines()[-1:] or [""]
-    match = re.match(r"^(\d+)(?:;(\S+))?$", line[0].strip())
-    if not match:
+    match = re.match(r"^([0-9]{1,10})(?:;(\S+))?$", line[0].strip())
+    if not match or not 1 <= int(match.group(1)) <= MAX_JOB_ID:
         raise SlurmParseError("sbatch --parsable printed no job id: %r" % (text or "")[:200])
     return match.group(1), match.group(2)
 
@@ -100,7 +115,7 @@ def _ranges(body, expression):
     """'01-03,7' -> [('01', 1, 3), ('7', 7, 7)]: (low as written, low, high)."""
     ranges = []
     for part in body.split(","):
-        match = re.match(r"^(\d{1,18})(?:-(\d{1,18}))?$", part)
+        match = re.match(r"^([0-9]{1,18})(?:-([0-9]{1,18}))?$", part)
         if not match:
             raise SlurmParseError("bad range %r in hostlist %r" % (part[:40], _short(expression)))
         low, high = match.group(1), match.group(2) or match.group(1)
@@ -153,9 +168,16 @@ def expand_hostlist(expression):
     return hosts
 
 
+def _count(text):
+    """A whole number as Slurm prints one ('4', '0') -> int; None for anything else: ASCII digits only
+    (str.isdigit() also takes '²', which int() refuses) and few enough for int() (no 5,000-digit value)."""
+    text = (text or "").strip()
+    return int(text) if re.match(r"^[0-9]{1,18}\Z", text) else None
+
+
 def duration_seconds(text):
     """Slurm time ("[D-]HH:MM:SS", "MM:SS", "UNLIMITED") -> seconds, or None."""
-    match = re.match(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$", (text or "").strip())
+    match = re.match(r"^(?:([0-9]{1,9})-)?(?:([0-9]{1,9}):)?([0-9]{1,9}):([0-9]{1,9})$", (text or "").strip())
     if not match:
         return None
     days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
@@ -163,7 +185,8 @@ def duration_seconds(text):
 
 
 def _none(value):
-    return None if value in (None, "", "(null)", "None", "N/A", "Unknown") else value
+    # sacct prints "None assigned" as the NodeList of a job that never got nodes.
+    return None if value in (None, "", "(null)", "None", "N/A", "Unknown", "None assigned") else value
 
 
 def job_summary(record):
@@ -172,6 +195,10 @@ def job_summary(record):
     exit_code, signal = ((record.get("ExitCode") or "0:0") + ":0").split(":")[:2]
     node_list = _none(record.get("NodeList"))
     reason = _none(record.get("Reason"))
+    try:
+        nodes = expand_hostlist(node_list) if node_list else []
+    except SlurmParseError as exc:
+        raise SlurmParseError("job %s: NodeList is not a Slurm hostlist: %s" % (_short(str(record.get("JobId"))), exc))
     return {
         "job_id": record.get("JobId"),
         "name": record.get("JobName"),
@@ -180,14 +207,14 @@ def job_summary(record):
         "terminal": state in TERMINAL_STATES,
         "succeeded": state == "COMPLETED" and exit_code == "0",
         "never_starts": NEVER_STARTS.get(reason) if state == "PENDING" else None,
-        "exit_code": int(exit_code) if exit_code.isdigit() else None,
-        "signal": int(signal) if signal.isdigit() else None,
+        "exit_code": _count(exit_code),
+        "signal": _count(signal),
         "partition": _none(record.get("Partition")),
         "node_list": node_list,
-        "nodes": expand_hostlist(node_list) if node_list else [],
+        "nodes": nodes,
         "batch_host": _none(record.get("BatchHost")),
-        "num_nodes": int(record["NumNodes"]) if (record.get("NumNodes") or "").isdigit() else None,
-        "num_tasks": int(record["NumTasks"]) if (record.get("NumTasks") or "").isdigit() else None,
+        "num_nodes": _count(record.get("NumNodes")),
+        "num_tasks": _count(record.get("NumTasks")),
         "run_time_s": duration_seconds(record.get("RunTime")),
         "time_limit": _none(record.get("TimeLimit")),
         "std_out": _none(record.get("StdOut")),
@@ -265,6 +292,28 @@ def job_problems(job):
     return problems
 
 
+def job_errors(jobs):
+    """Every field of every slurm_jobs job that cannot go into an sbatch script, as sentences naming job and
+    field (job_problems of each, in order); [] when all can be written."""
+    return [problem for job in jobs for problem in job_problems(job)]
+
+
+def _job_nodes(name, nodes):
+    """A job's nodes as a list of names: slurm_job's list, or a Slurm hostlist (a NodeList) expanded;
+    ValueError naming the job and the value for anything else."""
+    if nodes is None:
+        return []
+    if isinstance(nodes, str):
+        try:
+            return expand_hostlist(nodes)
+        except SlurmParseError as exc:
+            raise SlurmParseError("slurm job %s: nodes is not a Slurm hostlist: %s" % (name, exc))
+    if not isinstance(nodes, (list, tuple)) or not all(isinstance(node, str) for node in nodes):
+        raise ValueError("slurm job %s: nodes must be a list of host names (slurm_job's nodes) or a Slurm "
+                         "hostlist, got %s" % (name, _short(repr(nodes))))
+    return list(nodes)
+
+
 def job_runs(jobs):
     """Finished slurm_jobs entries -> runs for the nccl-tests judge.
 
@@ -276,7 +325,10 @@ def job_runs(jobs):
         if (entry.get("template") or "nccl_tests") != "nccl_tests":
             continue
         job = entry.get("job") or {}
-        nodes = job.get("nodes") or []
+        if not isinstance(job, dict):
+            raise ValueError("slurm job %s: job must be slurm_job's result (a mapping), got %r"
+                             % (entry.get("name"), _short(str(job))))
+        nodes = _job_nodes(entry.get("name"), job.get("nodes"))
         runs.append({
             "label": entry.get("label") or "slurm %s (job %s, %d nodes)" % (entry.get("name"), job.get("job_id"), len(nodes)),
             "host": ",".join(nodes),
@@ -376,7 +428,7 @@ _INCLUDE_RE = re.compile(r"include[ \t\n\r\f\v]+([^ \t\n\r\f\v]*)", re.IGNORECAS
 _SETTING_RE = re.compile(r"[ \t\n\r\f\v]*([A-Za-z0-9_.]+)[ \t\n\r\f\v]*([-*+/]?)=[ \t\n\r\f\v]*"
                          r"(?:\"([^\"]*)\"(?=[ \t\n\r\f\v]|$)|([^ \t\n\r\f\v]+))")
 _ESCAPE_RE = re.compile(r"\\(.?)", re.DOTALL)
-_VERSION_RE = re.compile(r"(\d+)\.(\d+)")
+_VERSION_RE = re.compile(r"(?<![0-9])([0-9]{1,9})\.([0-9]{1,9})")
 
 
 def conf_text(value):

@@ -82,21 +82,29 @@ def read_port_counters(sysfs_root="/sys", names=ERROR_COUNTERS):
         for port in listdir(ports):
             values = {}
             for name in names:
-                value = read_attr(os.path.join(ports, port, "counters", name))
-                if value is not None and value.isdigit():
-                    values[name] = int(value)
+                value = count(read_attr(os.path.join(ports, port, "counters", name)))
+                if value is not None:
+                    values[name] = value
             if values:
                 readings["%s/%s" % (device, port)] = values
     return readings
+
+
+def count(value):
+    """A sysfs counter or size as an int: ASCII digits only, at most 20 of them (a 64-bit counter); else None.
+    ('²'.isdigit() is true and int() of 5,000 digits raises: neither is a reading.)"""
+    if value is None or not 0 < len(value) <= 20 or not all("0" <= c <= "9" for c in value):
+        return None
+    return int(value)
 
 
 def netdev_mtus(sysfs_root, netdevs):
     """{netdev: MTU} for the netdevs whose class/net/<name>/mtu reads as a number."""
     mtus = {}
     for netdev in netdevs:
-        value = read_attr(os.path.join(sysfs_root, "class", "net", netdev, "mtu"))
-        if value and value.isdigit():
-            mtus[netdev] = int(value)
+        value = count(read_attr(os.path.join(sysfs_root, "class", "net", netdev, "mtu")))
+        if value is not None:
+            mtus[netdev] = value
     return mtus
 
 
@@ -114,13 +122,13 @@ def read_grey_counters(sysfs_root="/sys", netdevs=()):
     for device in listdir(base):
         for port in listdir(os.path.join(base, device, "ports")):
             for name in rates.HW_COUNTERS:
-                value = read_attr(os.path.join(base, device, "ports", port, "hw_counters", name))
-                if value is not None and value.isdigit():
-                    counters["%s/%s|%s" % (device, port, name)] = int(value)
+                value = count(read_attr(os.path.join(base, device, "ports", port, "hw_counters", name)))
+                if value is not None:
+                    counters["%s/%s|%s" % (device, port, name)] = value
     for netdev in netdevs:
-        value = read_attr(os.path.join(sysfs_root, "class", "net", netdev, "carrier_changes"))
-        if value is not None and value.isdigit():
-            counters["%s|carrier_changes" % netdev] = int(value)
+        value = count(read_attr(os.path.join(sysfs_root, "class", "net", netdev, "carrier_changes")))
+        if value is not None:
+            counters["%s|carrier_changes" % netdev] = value
     return counters
 
 

@@ -80,15 +80,36 @@ def busbw_by_size(result):
     return table
 
 
+def run_failure(run, parsed=None):
+    """Why a runner record is not a measurement (None when it is): it exited non-zero, printed no
+    table, failed nccl-tests' own checks or measured nan/inf. Such a run is counted and shown, never used."""
+    if run.get("rc") not in (0, None):
+        return "exited %s" % run.get("rc")
+    if parsed is None:
+        try:
+            parsed = nccl_tests.parse(run.get("stdout") or "")
+        except ValueError as exc:
+            return "output not understood: %s" % exc
+    if not parsed.get("rows"):
+        return "no result table%s" % (": " + "; ".join(parsed.get("errors") or [])[:200] if parsed.get("errors") else "")
+    if parsed.get("failed_sizes"):
+        return "busbw nan or inf at %d size(s)" % len(parsed["failed_sizes"])
+    if not parsed.get("passed"):
+        return "nccl-tests reported wrong results or stopped early"
+    return None
+
+
 def collect(runs):
     """Runner records [{collective, candidate, repeat, stdout, rc}] -> {collective: {candidate: {size: [busbw, ...]}}}.
 
-    A run whose output has no result table is skipped (its error stays in the runner's record)."""
+    Only measurements count: a run that failed (run_failure) is left out here and listed in the report."""
     table = {}
     for run in runs:
         try:
             parsed = nccl_tests.parse(run.get("stdout") or "")
         except ValueError:
+            continue
+        if run_failure(run, parsed):
             continue
         for size, value in busbw_by_size(parsed).items():
             table.setdefault(run["collective"], {}).setdefault(run["candidate"], {}).setdefault(size, []).append(value)
@@ -203,8 +224,9 @@ def report(search, confirm=None, rules=None, candidate_env=None):
     out = {"rules": rules, "decisions": decisions, "combined_env": env, "winners": chosen,
            "search": {"runs": len(search.get("runs") or []), "skipped": search.get("skipped", 0),
                       "elapsed_s": search.get("elapsed_s"),
-                      "failed_runs": [dict((k, r[k]) for k in ("collective", "candidate", "repeat", "rc"))
-                                      for r in search.get("runs") or [] if r.get("rc")]},
+                      "failed_runs": [dict([(k, r.get(k)) for k in ("collective", "candidate", "repeat", "rc")]
+                                           + [("why", run_failure(r))])
+                                      for r in search.get("runs") or [] if run_failure(r)]},
            "env": {}, "confirmed": None, "table": _table(table)}
     if confirm is not None:
         confirm_table = collect(confirm.get("runs") or [])
@@ -244,9 +266,10 @@ def markdown(result):
              "spread measured in the same run, and it loses at most %.0f %% at any size from %s." % (
                  size_label(result["rules"]["window"][0]), size_label(result["rules"]["window"][1]),
                  result["rules"]["max_loss"] * 100, size_label(result["rules"]["guard_from"])), "",
-             "## Search (%d runs, %s s%s)" % (result["search"]["runs"], result["search"]["elapsed_s"],
-                                              ", %d skipped by the time budget" % result["search"]["skipped"]
-                                              if result["search"]["skipped"] else ""), "",
+             "## Search (%d runs: %d measured, %d failed; %s s%s)" % (
+                 result["search"]["runs"], result["search"]["runs"] - len(result["search"]["failed_runs"]),
+                 len(result["search"]["failed_runs"]), result["search"]["elapsed_s"],
+                 ", %d skipped by the time budget" % result["search"]["skipped"] if result["search"]["skipped"] else ""), "",
              "| collective | candidate | gain | spread | worst | kept | why |", "| --- | --- | ---: | ---: | ---: | --- | --- |"]
     for collective, by_candidate in sorted(result["decisions"].items()):
         for name, n in sorted(by_candidate.items()):
@@ -254,6 +277,12 @@ def markdown(result):
                 collective, name, "%+.1f %%" % ((n["gain"] - 1) * 100) if n["gain"] else "-", n["noise"] * 100,
                 "%+.1f %% at %s" % ((n["worst_ratio"] - 1) * 100, size_label(n["worst_size"])) if n["worst_ratio"] else "-",
                 "yes" if n["kept"] else "no", n["why"]))
+    failed = result["search"]["failed_runs"]
+    if failed:
+        lines += ["", "Failed runs (left out of every decision above):", ""]
+        lines += ["- %s `%s` repeat %s: %s" % (f["collective"], f["candidate"], f["repeat"], f["why"]) for f in failed[:20]]
+        if len(failed) > 20:
+            lines.append("- and %d more" % (len(failed) - 20))
     lines += ["", "Winners combined: %s" % (", ".join("`%s`" % w for w in result["winners"]) or "none"), ""]
     if result.get("confirmed"):
         lines += ["## Fresh comparison (%d runs, %s s)" % (result["confirmed"]["runs"], result["confirmed"]["elapsed_s"]), "",

@@ -9,9 +9,12 @@ __metaclass__ = type
 
 import math
 import re
+from collections.abc import Mapping
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, perftest
+from ansible_collections.gpufabric.rdma.plugins.module_utils import baselines as baseline_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.text import check_line
 
 _NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
 
@@ -103,8 +106,36 @@ def collect_runs(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=N
     return runs
 
 
-def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place"):
-    """runs: [{'label', 'command', 'output'}] -> the same runs with 'result', 'failures', 'passed'."""
+# No link in service moves more: NVLink 5 (Blackwell) carries 900 GB/s a direction. A busbw above it on
+# more than one rank is a broken measurement (a clock, a timer, a copy that never left the GPU).
+CEILING_GBPS = 1000.0
+
+
+def run_notes(result):
+    """What a reader must know to read the figures right: one rank moves no data between GPUs."""
+    notes = []
+    ranks = len(result.get("ranks") or [])
+    if ranks == 1 and result.get("rows"):
+        notes.append("1 rank: no data crosses a link - busbw is 0 for a reduction and a local copy for sendrecv "
+                     "(peak %s GB/s); this run shows the collective works, it measures no bandwidth"
+                     % ("-" if result.get("peak_busbw") is None else "%g" % result["peak_busbw"]))
+    return notes
+
+
+def implausible(result):
+    """Failures for figures beyond any link's limit, on more than one rank (one rank is a note instead)."""
+    if len(result.get("ranks") or []) == 1 or result.get("peak_busbw") is None or result["peak_busbw"] <= CEILING_GBPS:
+        return []
+    return ["peak busbw %g GB/s is beyond what any link carries today (NVLink 5: 900 GB/s a direction): "
+            "a broken measurement, not a result" % result["peak_busbw"]]
+
+
+def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place", replayed_from=None):
+    """runs: [{'label', 'command', 'output'}] -> the same runs with 'result', 'failures', 'passed', 'notes'.
+
+    ``replayed_from`` (where a stand-in's capture came from) goes on every judged run: the summaries say it
+    above the table and in each verdict cell, not in the labels (that made the table 230 columns wide).
+    """
     judged = []
     for run in runs:
         if run.get("not_run"):
@@ -115,36 +146,41 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
             except nccl_tests.NcclTestsParseError as exc:
                 result = nccl_tests.empty_result(str(exc))
         failures = nccl_tests.check_thresholds(result, min_busbw, min_busbw_by_size, max_wrong, True, placement)
+        failures += implausible(result)
         if run.get("rc") not in (0, None) and not run.get("not_run"):
             failures.append("the command exited %s" % run["rc"])
         item = dict((k, v) for k, v in run.items() if k != "output")
-        item.update(result=result, failures=failures, passed=not failures and bool(result.get("passed")))
+        item.update(result=result, failures=failures, passed=not failures and bool(result.get("passed")),
+                    notes=run_notes(result))
+        if replayed_from:
+            item["replayed_from"] = replayed_from
         judged.append(item)
     return judged
-
-
-def _largest(result):
-    rows = result.get("rows") or []
-    return rows[-1] if rows else None
 
 
 def summary_rows(judged):
     rows = []
     for run in judged:
         result = run["result"]
-        last = _largest(result)
+        size, busbw = nccl_tests.at_largest_size(result)
         rows.append([
             run.get("label"),
             result.get("collective"),
             len(result.get("ranks") or []),
-            last["size"] if last else None,
-            (last.get("out_of_place") or {}).get("busbw") if last else None,
+            size,
+            busbw,
             result.get("peak_busbw"),
             result.get("avg_busbw"),
             result.get("wrong"),
-            "PASS" if run["passed"] else "FAIL",
+            ("PASS" if run["passed"] else "FAIL") + (" (replayed)" if run.get("replayed_from") else ""),
         ])
     return rows
+
+
+def replayed_line(judged):
+    """'Figures REPLAYED from <source>, not measured.' when stand-ins printed captures, else None."""
+    sources = sorted(set(run["replayed_from"] for run in judged if run.get("replayed_from")))
+    return "Figures REPLAYED from %s, not measured." % "; ".join(sources) if sources else None
 
 
 SUMMARY_HEADER = ["run", "collective", "ranks", "largest size (B)", "busbw there (GB/s)", "peak busbw",
@@ -152,9 +188,11 @@ SUMMARY_HEADER = ["run", "collective", "ranks", "largest size (B)", "busbw there
 
 
 def summary_text(judged):
-    text = render_table(SUMMARY_HEADER, summary_rows(judged))
+    replayed = replayed_line(judged)
+    text = (replayed + "\n" if replayed else "") + render_table(SUMMARY_HEADER, summary_rows(judged))
     failures = ["%s: %s" % (run.get("label"), failure) for run in judged for failure in run["failures"]]
-    return text + ("\n" + "\n".join(failures) if failures else "")
+    notes = ["%s: note: %s" % (run.get("label"), note) for run in judged for note in run.get("notes") or []]
+    return text + "".join("\n" + line for line in failures + notes)
 
 
 def summary_markdown(judged, thresholds=None):
@@ -162,6 +200,8 @@ def summary_markdown(judged, thresholds=None):
     passed = all(run["passed"] for run in judged) and bool(judged)
     count = sum(1 for r in judged if r["passed"])
     lines.append("**%s**: %d of %d run(s) passed." % ("PASS" if passed else "FAIL", count, len(judged)))
+    if replayed_line(judged):
+        lines += ["", replayed_line(judged)]
     if thresholds:
         lines += ["", "Thresholds: " + ", ".join("%s=%s" % kv for kv in sorted(thresholds.items()) if kv[1] not in (None, {}, ""))]
     lines += ["", "| " + " | ".join(SUMMARY_HEADER) + " |", "|" + "---|" * len(SUMMARY_HEADER)]
@@ -172,7 +212,128 @@ def summary_markdown(judged, thresholds=None):
     failures = [(run.get("label"), f) for run in judged for f in run["failures"]]
     if failures:
         lines += ["", "## Failures", ""] + ["- %s: %s" % item for item in failures]
+    notes = [(run.get("label"), n) for run in judged for n in run.get("notes") or []]
+    if notes:
+        lines += ["", "## Notes", ""] + ["- %s: %s" % item for item in notes]
+    baselines = [(run.get("label"), run["baseline"]) for run in judged if run.get("baseline")]
+    if baselines:
+        lines += ["", "## Baselines", ""] + ["- %s: %s" % item for item in baselines]
     return "\n".join(lines) + "\n"
+
+
+def bandwidth_series(judged):
+    """Judged runs -> the bandwidth chart's series: [{'label', 'rows'}], one line per run."""
+    return [{"label": run.get("label"), "rows": run["result"].get("rows")} for run in judged]
+
+
+def _env_name(name):
+    return isinstance(name, str) and bool(name) and (name[0].isalpha() or name[0] == "_") \
+        and all(c.isalnum() or c == "_" for c in name)
+
+
+def mpirun_env_args(env):
+    """{'NCCL_IB_HCA': '=mlx5_0:1'} -> ['-x', 'NCCL_IB_HCA==mlx5_0:1']: OpenMPI exports each to every rank.
+
+    Sorted by name; None is an empty value, a boolean is written as YAML writes it (true/false). ValueError
+    naming the variable for a name that is not an environment variable name, a list or mapping value, or a
+    value with a newline or a control character (it would smuggle a second option onto the command line).
+    """
+    args = []
+    for name in sorted(env, key=str):
+        value = "" if env[name] is None else env[name]
+        if not _env_name(name):
+            raise ValueError("%r is not an environment variable name" % (name,))
+        if isinstance(value, (Mapping, list)):
+            raise ValueError("%s must be a string or a number, got %s" % (name, type(value).__name__))
+        args += ["-x", "%s=%s" % (name, check_line(name, value if not isinstance(value, bool) else str(value).lower()))]
+    return args
+
+
+def mpirun_argv(launcher, args, np, command, env=None, hosts=None, slots=None, hostfile=None):
+    """The one mpirun command line: launcher, its own arguments, where the ranks go, -np, -x per variable, command.
+
+    ``hosts`` with ``slots`` places ``slots`` ranks on each host (``-H a:8,b:8``); ``hostfile`` names a file
+    (``--hostfile``); with neither, mpirun decides (Slurm's allocation). ``command`` may be empty (a prefix a
+    runner completes). Every part must be one line; ValueError names the first that is not, a non-positive
+    ``np`` or ``slots``, both placements at once, and an empty launcher.
+    """
+    argv = [check_line("mpirun launcher", launcher, allow_empty=False)]
+    argv += [check_line("mpirun argument", a) for a in _as_list("mpirun arguments", args)]
+    if hosts is not None and hostfile is not None:
+        raise ValueError("mpirun: give hosts or a hostfile, not both")
+    if hosts is not None:
+        hosts = _as_list("mpirun hosts", hosts)
+        per_host = _positive_int("mpirun slots", slots)
+        if not hosts:
+            raise ValueError("mpirun: the host list is empty")
+        argv += ["-H", ",".join("%s:%d" % (check_line("mpirun host", h, allow_empty=False), per_host) for h in hosts)]
+    elif hostfile is not None:
+        argv += ["--hostfile", check_line("mpirun hostfile", hostfile, allow_empty=False)]
+    argv += ["-np", str(_positive_int("mpirun -np", np))]
+    argv += mpirun_env_args(env or {})
+    return argv + [check_line("command", c) for c in _as_list("command", command)]
+
+
+def _as_list(name, value):
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
+        raise ValueError("%s must be a list, got %s" % (name, type(value).__name__))
+    return list(value)
+
+
+def _positive_int(name, value):
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if isinstance(value, str) and value.isdigit() and value.isascii() and int(value) >= 1:
+        return int(value)
+    raise ValueError("%s must be a positive whole number, got %r" % (name, value))
+
+
+def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=False):
+    """Each judged nccl-tests run with its baseline sentence, and this run's figures as baseline entries.
+
+    ``platform``: {'gpu', 'gpus' or 'gpus_by_mode', 'interconnect' or 'interconnect_by_mode'}; ``local``: the
+    site's own baseline entries (read over the built-in ones). A run's figure is its out-of-place busbw at
+    the largest size; ``run['baseline']`` says what share of the matching baseline it is ("346 GB/s = 100 %
+    of the H200x2 NVLink baseline ..."), that none is known, or None when the run has no rows, collective or
+    GPU model. Without a user threshold, a run below ``fraction`` of its baseline fails, naming both figures.
+
+    Returns {'runs': the judged runs with 'baseline' (and any new failure), 'record': ``local`` with this
+    run's figures recorded}.
+    """
+    out, record = [], []
+    for run in judged:
+        run = dict(run)
+        result = run.get("result") or {}
+        rows = result.get("rows") or []
+        collective = result.get("collective")
+        if not rows or not platform.get("gpu") or not collective:
+            run["baseline"] = None
+            out.append(run)
+            continue
+        size, value = nccl_tests.at_largest_size(result)
+        gpus = platform.get("gpus_by_mode", {}).get(run.get("mode")) or platform.get("gpus")
+        gpus = int(gpus) if str(gpus).isdigit() else gpus
+        fabric = platform.get("interconnect_by_mode", {}).get(run.get("mode")) or platform.get("interconnect")
+        entry = baseline_table.lookup("nccl_busbw", platform["gpu"], gpus, fabric, local, collective=collective,
+                                      size=size)
+        if entry is None:
+            run["baseline"] = baseline_table.unknown("nccl_busbw %s" % collective, platform["gpu"], gpus, fabric)
+        else:
+            run["baseline"] = baseline_table.describe(value, entry)
+            if not user_threshold and fraction and value is not None and value < baseline_table.floor(entry, fraction):
+                run["failures"] = list(run.get("failures") or []) + [
+                    "busbw %.1f GB/s at %d bytes is below %.0f %% of the %s baseline (%.1f GB/s)" % (
+                        value, size, fraction * 100, baseline_table.label(entry), entry["value"])]
+                run["passed"] = False
+        if nccl_tests.finite(value):  # a nan or inf is a failed measurement, never a baseline
+            record.append({"kind": "nccl_busbw", "gpu": platform["gpu"], "gpus": gpus, "interconnect": fabric,
+                           "collective": collective, "size": size, "value": value,
+                           "source": "recorded here: %s" % run.get("label")})
+        out.append(run)
+    merged = list(local or [])
+    for entry in record:
+        merged = baseline_table.record(merged, entry)
+    return {"runs": out, "record": merged}
 
 
 def pair_hosts(hosts):

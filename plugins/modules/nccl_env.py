@@ -56,11 +56,18 @@ options:
     type: list
     elements: dict
   sysfs_root:
-    description: Root of the sysfs tree read when O(rdma_devices) is not given.
+    description:
+      - Root of the sysfs tree read when O(rdma_devices) is not given.
+      - It must be a directory with a C(class) directory in it (C(/sys), or a copy of one); anything else - a
+        mistyped capture path - fails naming it, before anything is written, instead of choosing the V(socket)
+        profile for want of devices. A sysfs tree without C(class/infiniband) (no RDMA driver loaded) is a node
+        without RDMA devices.
     type: path
     default: /sys
   procfs_root:
-    description: Root of the proc tree (C(net/route) gives the default-route interface).
+    description:
+      - Root of the proc tree (C(net/route) gives the default-route interface) read when O(socket_ifname) is not
+        given; like O(sysfs_root), it must be a directory.
     type: path
     default: /proc
   dest:
@@ -72,7 +79,9 @@ options:
     description: Write an C(export) script to this file (usually C(/etc/profile.d/nccl.sh)); same rules as O(dest).
     type: path
   mode:
-    description: Permissions of the written files.
+    description:
+      - Permissions of the written files, octal (V("0644")) or symbolic (V(u=rw,go=r)).
+      - Checked with every other option, before anything is written.
     type: raw
     default: "0644"
 attributes:
@@ -134,6 +143,7 @@ reasons:
 """
 
 import os
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl, sysfs
@@ -149,6 +159,50 @@ def _check_destination(module, name, path):
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         module.fail_json(msg="%s %s: directory %s does not exist" % (name, path, directory))
+
+
+def _check_sysfs_root(module, root):
+    """Fail when sysfs_root is no sysfs tree: a mistyped capture path would read as a node without RDMA devices,
+    and the socket profile would be written for it."""
+    if not os.path.exists(root):
+        module.fail_json(msg="sysfs_root %s does not exist: expected the root of a sysfs tree (/sys, or a copy of "
+                             "one), or give rdma_devices" % root)
+    if not os.path.isdir(root):
+        module.fail_json(msg="sysfs_root %s is not a directory: expected the root of a sysfs tree (/sys, or a copy "
+                             "of one), or give rdma_devices" % root)
+    if not os.path.isdir(os.path.join(root, "class")):
+        module.fail_json(msg="sysfs_root %s has no class directory: expected the root of a sysfs tree (/sys, or a "
+                             "copy of one), or give rdma_devices" % root)
+
+
+def _check_procfs_root(module, root):
+    """Fail when procfs_root is not a directory: NCCL_SOCKET_IFNAME would be left out without a word."""
+    if not os.path.isdir(root):
+        module.fail_json(msg="procfs_root %s %s: expected the root of a proc tree (/proc, or a copy of one), or give "
+                             "socket_ifname" % (root, "is not a directory" if os.path.exists(root) else "does not exist"))
+
+
+def _check_mode(module, mode):
+    """Fail when mode is not a permission Ansible can set: checked before anything is written, as
+    set_fs_attributes_if_different would only check it after the file is there. None leaves the mode alone."""
+    if mode is None:
+        return
+    if isinstance(mode, bool) or not isinstance(mode, (int, str)):
+        module.fail_json(msg="mode must be octal (such as 0644) or symbolic (such as u=rw,go=r), got %r" % (mode,))
+    value = mode
+    if not isinstance(mode, int):
+        try:
+            value = int(mode, 8)
+        except ValueError:
+            # Ansible's own parser of symbolic modes, on a stand-in regular file: only validity is asked.
+            regular_file = os.stat_result((stat.S_IFREG | 0o644, 0, 0, 1, 0, 0, 0, 0, 0, 0))
+            try:
+                value = module._symbolic_mode_to_octal(regular_file, mode)
+            except Exception:
+                module.fail_json(msg="mode must be octal (such as 0644) or symbolic (such as u=rw,go=r), got %r"
+                                 % (mode,))
+    if value < 0 or value != stat.S_IMODE(value):
+        module.fail_json(msg="mode %r is not a permission: give 0000 to 7777 (octal), such as 0644" % (mode,))
 
 
 def main():
@@ -168,13 +222,17 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    # Every input is checked before anything is written, in check mode too.
+    _check_mode(module, params["mode"])
     _check_destination(module, "dest", params["dest"])
     _check_destination(module, "profile_script", params["profile_script"])
     devices = params["rdma_devices"]
     if devices is None:
+        _check_sysfs_root(module, params["sysfs_root"])
         devices = sysfs.read_rdma_devices(params["sysfs_root"])
     ifname = params["socket_ifname"]
     if not ifname:
+        _check_procfs_root(module, params["procfs_root"])
         ifname = nccl.default_route_interface(read_text(os.path.join(params["procfs_root"], "net", "route")))
     try:
         result = nccl.compute_env(params["profile"], devices, ifname, params["overrides"], params["unset"])

@@ -24,6 +24,10 @@ description:
     C(802-3-ethernet.mtu)), systemd-networkd (a drop-in for the interface's C(.network) file) or
     ifupdown (C(mtu) in its C(iface) stanza). An interface none of them manages keeps its MTU through
     a udev rule matched on its MAC address (C(/etc/udev/rules.d/70-gpufabric-mtu.rules)).
+  - When NetworkManager is installed but not running, and nothing in C(NetworkManager.conf) or C(conf.d/) under
+    O(etc_root) leaves the interface unmanaged, the udev rule is still written, with a warning naming the interface
+    - NetworkManager takes it over when it starts, and the MTU is then its connection's. Start NetworkManager and
+    run the module again to keep the MTU in the connection, or mark the interface unmanaged there.
   - B(RoCE v2 lossless QoS) - PFC priorities, trust mode (C(pcp) or C(dscp)) through C(mlnx_qos) when
     installed, else iproute2 C(dcb); ECN per priority in the mlx5 sysfs tree (C(ecn/roce_np) and
     C(ecn/roce_rp)); the rdma_cm default RoCE mode and ToS in configfs. Interfaces without DCB
@@ -237,6 +241,8 @@ def main():
         plan = netdev_plan.plan_all(host, params, checked)
     except (ValueError, netdev_host.HostError) as exc:
         module.fail_json(msg=str(exc))
+    for warning in plan.warnings:
+        module.warn(warning)
 
     changed = False
     diffs = []

@@ -59,10 +59,8 @@ options:
   name:
     description: Who decided, in every record and message (default C(gpufabric-remediator@<host>)).
     type: str
-  command_timeout:
-    description: Seconds each scheduler command may take before it is killed.
-    type: int
-    default: 30
+extends_documentation_fragment:
+  - gpufabric.rdma.command_timeout
 """
 
 EXAMPLES = r"""

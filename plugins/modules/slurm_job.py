@@ -33,7 +33,10 @@ options:
     description: Path of the batch script on the host. Exactly one of O(script) and O(job_id).
     type: path
   job_id:
-    description: Id of a job already submitted, to wait for instead of submitting.
+    description:
+      - Id of a job already submitted, to wait for instead of submitting.
+      - A whole number from 1 to 4294967293 in ASCII digits (job arrays' C(123_4) and heterogeneous jobs' C(123+0)
+        are not taken); anything else fails naming it before any Slurm command runs.
     type: str
   sbatch_args:
     description: Extra C(sbatch) arguments, one per element (e.g. C(--partition=gpu)).
@@ -48,11 +51,11 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds to wait for the job to end, counted from submission.
+    description: Seconds to wait for the job to end, counted from submission (1 to 31536000, a year).
     type: int
     default: 3600
   poll_interval:
-    description: Seconds between two C(scontrol show job) calls.
+    description: Seconds between two C(scontrol show job) calls (1 to 86400, a day).
     type: int
     default: 5
   cancel_on_timeout:
@@ -192,6 +195,10 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, slurm, text
 
+# time.sleep() and the clock arithmetic stay far inside what the platform's time_t holds.
+MAX_TIMEOUT = 365 * 24 * 3600
+MAX_POLL_INTERVAL = 24 * 3600
+
 
 class SlurmJob(object):
     def __init__(self, module, runner, result):
@@ -218,6 +225,7 @@ class SlurmJob(object):
                 record = slurm.parse_job_record(result.stdout)
             except slurm.SlurmParseError as exc:
                 return None, str(exc)
+            source = "scontrol show job"
         else:
             sacct = self.runner.which("sacct")
             if not sacct:
@@ -227,7 +235,13 @@ class SlurmJob(object):
             record = slurm.parse_sacct(accounting.stdout, job_id) if accounting.ok else None
             if record is None:
                 return None, "%s; sacct: %s" % (result.first_line(), accounting.first_line())
-        summary = slurm.job_summary(record)
+            source = "sacct"
+        try:
+            summary = slurm.job_summary(record)
+        except slurm.SlurmParseError as exc:
+            # The job is there but its record cannot be read: say so, and leave the job alone.
+            self.module.fail_json(msg="%s printed a record this module cannot read (%s); the job was left as it is"
+                                  % (source, exc), **dict(self.result, record=record))
         summary["record"] = record
         return summary, None
 
@@ -262,10 +276,16 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    # Every input is checked before any Slurm command runs.
     if params["timeout"] < 1:
         module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
+    if params["timeout"] > MAX_TIMEOUT:
+        module.fail_json(msg="timeout must be at most %d seconds (a year), got %d" % (MAX_TIMEOUT, params["timeout"]))
     if params["poll_interval"] < 1:
         module.fail_json(msg="poll_interval must be at least 1 second, got %d" % params["poll_interval"])
+    if params["poll_interval"] > MAX_POLL_INTERVAL:
+        module.fail_json(msg="poll_interval must be at most %d seconds (a day), got %d"
+                             % (MAX_POLL_INTERVAL, params["poll_interval"]))
     try:
         runner = commands.Runner(params["command_timeout"])
         for name in ("script", "chdir", "job_id"):
@@ -273,11 +293,11 @@ def main():
                 text.check_line(name, params[name])
         for index, arg in enumerate(params["sbatch_args"]):
             text.check_line("sbatch_args[%d]" % index, arg)
+        job_id = params["job_id"]
+        if job_id is not None:
+            slurm.check_job_id(job_id)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    job_id = params["job_id"]
-    if job_id is not None and not job_id.isdigit():
-        module.fail_json(msg="job_id must be a Slurm job number, got %r" % job_id)
     started = time.time()
     result = dict(changed=False, submitted=False, timed_out=False, waited_s=0.0)
 

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import functools
+import math
 
 from ansible.errors import AnsibleError, AnsibleFilterError
 from ansible.module_utils.six.moves.collections_abc import Mapping, Sequence
@@ -67,9 +68,12 @@ def number_or_none(name, option, value):
     if isinstance(value, bool):
         fail(name, "%s must be a number, got %s" % (option, kind_of(value)))
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         fail(name, "%s must be a number, got %r" % (option, value if not isinstance(value, str) else value[:40]))
+    if not math.isfinite(number):  # nan and inf are no thresholds
+        fail(name, "%s must be a finite number, got %r" % (option, value if not isinstance(value, str) else value[:40]))
+    return number
 
 
 def guarded(name, func):

@@ -4,7 +4,7 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rdma.plugins.filter.validate import FilterModule
+from ansible_collections.gpufabric.rdma.plugins.filter.nccl_tests import FilterModule
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 F = FilterModule().filters()

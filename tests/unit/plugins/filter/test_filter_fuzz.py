@@ -87,6 +87,9 @@ def test_malformed_json_documents(document, message):
     ("readiness_report", ({"n1": "x"},), "expects a node record for host n1, got a string"),
     ("nccl_tests_summary", ([{"label": "x"}],), "item 0 has no result and passed"),
     ("slurm_hostlist", ("n[1-1000000]",), "names more than 100000 hosts"),
+    ("slurm_job_runs", ([{"name": "ar", "job": {"job_id": "7", "nodes": "gpu[01-"}}],),
+     "slurm job ar: nodes is not a Slurm hostlist: unbalanced '[' in hostlist 'gpu[01-'"),
+    ("slurm_job_runs", ([{"name": "ar", "job": "7"}],), "slurm job ar: job must be slurm_job's result (a mapping), got '7'"),
     ("burnin_rounds", (["a", "a"],), "hosts must be unique: a"),
 ])
 def test_the_message_says_what_was_wrong(name, args, message):

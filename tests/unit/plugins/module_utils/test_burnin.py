@@ -73,7 +73,7 @@ def _capture_scaled(text, factor):
 
 
 def test_burnin_report_names_the_slow_host_and_the_bad_link(read_fixture):
-    from ansible_collections.gpufabric.rdma.plugins.filter.validate import burnin_report
+    from ansible_collections.gpufabric.rdma.plugins.filter.burnin import burnin_report
     capture = read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
     hosts = ["n%d" % i for i in range(1, 7)]
     pairs = []
@@ -92,7 +92,7 @@ def test_burnin_report_names_the_slow_host_and_the_bad_link(read_fixture):
     assert top["largest_size"] == 4294967296 and top["busbw"] > 350
     assert next(r for r in report["results"] if r["busbw"] is None)["error"] == "exited 1"
     md = report["markdown"]
-    assert md.startswith("# Burn-in\n\nPROBLEMS: 6 hosts, 15 pairs in 5 rounds;")
+    assert md.startswith("# Burn-in\n\nFAILED: 6 hosts, 15 pairs in 5 rounds;")
     assert "| n4 |" in md and "**yes**" in md and "exited 1" in md
     svg = report["svg"]
     assert svg.startswith("<svg") and svg.count("<title>") == 30 and svg.count('stroke-width="2"') == 4 + 1
@@ -102,7 +102,7 @@ def test_burnin_report_names_the_slow_host_and_the_bad_link(read_fixture):
 
 
 def test_burnin_report_floor_and_two_hosts(read_fixture):
-    from ansible_collections.gpufabric.rdma.plugins.filter.validate import burnin_report
+    from ansible_collections.gpufabric.rdma.plugins.filter.burnin import burnin_report
     capture = read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
     report = burnin_report([{"a": "a", "b": "b", "round": 0, "rc": 0, "output": capture}], min_busbw=1000)
     assert report["rank"]["slow_hosts"] == [] and report["rank"]["bad_links"] == []

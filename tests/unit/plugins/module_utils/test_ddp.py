@@ -50,3 +50,12 @@ def test_the_benchmark_script_refuses_bad_flags():
     assert (args.world_size, args.batch_size, args.bucket_size, args.model) == (16, 320, 25, "resnet50")
     with pytest.raises(SystemExit):
         module.parse_args(["--batch-size=0"])
+
+
+def test_a_run_without_torch_says_what_python_said(read_fixture):
+    """The role's ddp_benchmark.py on a machine without PyTorch (captured here): the report quotes the error."""
+    stderr = read_fixture("ddp", "no_torch_stderr.txt")
+    result = ddp.report([{"world_size": 1, "round": 1, "stdout": "", "stderr": stderr, "rc": 1}])
+    (failure,) = result["failures"]
+    assert failure.endswith("(exit 1; it said: ModuleNotFoundError: No module named 'torch')"), failure
+    assert "No module named 'torch'" in result["markdown"]

@@ -133,3 +133,19 @@ def test_thresholds(read_fixture):
 @pytest.mark.parametrize("code, version", [(22809, "2.28.9"), (21903, "2.19.3"), (2708, "2.7.8")])
 def test_version_codes(code, version):
     assert nccl_tests.nccl_version_from_code(code) == version
+
+
+def test_at_largest_size_is_the_one_headline_figure(read_fixture):
+    r = parse(read_fixture, "all_reduce_g8_h200x8.txt")
+    assert nccl_tests.at_largest_size(r) == (4294967296, 364.98)
+    assert nccl_tests.at_largest_size(r, "in_place") == (4294967296, 365.37)
+    assert nccl_tests.at_largest_size(r, "best") == (4294967296, 365.37)
+    shuffled = dict(r, rows=list(reversed(r["rows"])))  # by size, not by position
+    assert nccl_tests.at_largest_size(shuffled) == (4294967296, 364.98)
+    s = parse(read_fixture, "sendrecv_h200x2.txt")  # here in-place is the faster one
+    assert nccl_tests.at_largest_size(s)[1] == 204.83 and nccl_tests.at_largest_size(s, "best")[1] == 207.64
+    assert nccl_tests.at_largest_size(nccl_tests.empty_result("none")) == (None, None)
+    nan_row = dict(r["rows"][-1], out_of_place=dict(r["rows"][-1]["out_of_place"], busbw=float("nan")))
+    hurt = dict(r, rows=r["rows"][:-1] + [nan_row])
+    assert nccl_tests.finite(nccl_tests.at_largest_size(hurt)[1]) is False  # handed back, never hidden
+    assert nccl_tests.at_largest_size(hurt, "best") == (4294967296, 365.37)

@@ -246,3 +246,93 @@ def test_netplan_mentions_reads_the_interface_key():
     text = "network:\n  version: 2\n  ethernets:\n    ens1f0np0:\n      dhcp4: true\n    eth0:  # uplink\n      dhcp4: true\n"
     assert netconf.netplan_mentions(text, "ens1f0np0") and netconf.netplan_mentions(text, "eth0")
     assert not netconf.netplan_mentions(text, "ens1f0") and not netconf.netplan_mentions("", "eth0")
+
+
+# -- NetworkManager installed but not running ---------------------------------------------------------
+
+# Debian 12's /etc/NetworkManager/NetworkManager.conf as the network-manager package installs it.
+DEBIAN_NM_CONF = ("/e/NetworkManager/NetworkManager.conf", "[main]\nplugins=ifupdown,keyfile\n\n[ifupdown]\nmanaged=false\n")
+NM_STOPPED = {"nm_running": False, "nm_conf": [DEBIAN_NM_CONF]}
+
+
+def _conf_d(text, name="90-site.conf"):
+    return ("/e/NetworkManager/conf.d/%s" % name, text)
+
+
+def test_udev_mtu_warns_when_a_stopped_networkmanager_would_take_the_interface():
+    plan = Plan()
+    netdev_plan.plan_mtu(plan, host(tools={"nmcli": "/usr/bin/nmcli"}, managers=NM_STOPPED), 9000)
+    assert plan.mtu["manager"] == "udev" and plan.files[0][0] == "/e/udev/rules.d/70-gpufabric-mtu.rules"
+    (warning,) = plan.warnings
+    assert warning.startswith("ens1f0np0: NetworkManager is installed but not running, and nothing in /e/NetworkManager/ "
+                              "leaves ens1f0np0 unmanaged: when NetworkManager starts it manages ens1f0np0")
+    assert "the udev rule in /e/udev/rules.d/70-gpufabric-mtu.rules keeps MTU 9000 only until then" in warning
+    assert warning.endswith("add unmanaged-devices=interface-name:ens1f0np0 to [keyfile] in a file in "
+                            "/e/NetworkManager/conf.d/.")
+
+
+@pytest.mark.parametrize("managers", [
+    {},                                             # no nmcli: NetworkManager is not installed
+    {"nm_running": True},                           # running, and no connection on the interface
+    {"nm_running": False, "networkd_file": "/e/systemd/network/20-ens1f0np0.network"},
+    {"nm_running": False, "ifupdown": ["/e/network/interfaces", "auto ens1f0np0\niface ens1f0np0 inet manual\n"]},
+])
+def test_no_networkmanager_warning_where_nothing_changed(managers):
+    plan = Plan()
+    netdev_plan.plan_mtu(plan, host(managers=dict(managers, nm_conf=[DEBIAN_NM_CONF])), 9000)
+    assert plan.warnings == []
+
+
+@pytest.mark.parametrize("conf_d, unmanaged", [
+    ("[keyfile]\nunmanaged-devices=interface-name:ens1f0np0\n", True),
+    ("[keyfile]\nunmanaged-devices=interface-name:ens1f*;interface-name:eth9\n", True),
+    ("[keyfile]\nunmanaged-devices=interface-name:=ens1f0np0\n", True),
+    ("[keyfile]\nunmanaged-devices=interface-name:~ens1f?np0\n", True),
+    ("[keyfile]\nunmanaged-devices=eth9,ens1f0np0\n", True),                 # bare names, taken literally
+    ("[keyfile]\nunmanaged-devices=mac:0C:42:A1:00:00:01\n", True),
+    ("[keyfile]\nunmanaged-devices=0c:42:a1:00:00:01\n", True),
+    ("[keyfile]\nunmanaged-devices=type:ethernet\n", True),
+    # Ubuntu's 10-globally-managed-devices.conf: everything but Wi-Fi and mobile broadband is unmanaged.
+    ("[keyfile]\nunmanaged-devices=*,except:type:wifi,except:type:gsm,except:type:cdma\n", True),
+    ("[keyfile]\nunmanaged-devices=except:interface-name:eth0\n", True),
+    ("[device-rdma]\nmatch-device=interface-name:ens1f0np0\nmanaged=0\n", True),
+    ("[keyfile]\nunmanaged-devices=interface-name:eth9\n", False),
+    ("[keyfile]\nunmanaged-devices=interface-name:ens1f0\n", False),
+    ("[keyfile]\nunmanaged-devices=*,except:interface-name:ens1f0np0\n", False),
+    ("[keyfile]\nunmanaged-devices=interface-name:=ens1f*\n", False),
+    ("[keyfile]\nunmanaged-devices=type:veth\n", False),
+    ("[keyfile]\nunmanaged-devices=interface-name:ENS1F0NP0\n", False),     # case-sensitive
+    ("[keyfile]\nunmanaged-devices=ens1f*\n", False),                       # a bare name is no glob
+    ("[keyfile]\nunmanaged-devices=interface-name:ens1f[0-9]np0\n", False),  # no ranges
+    ("[keyfile]\nunmanaged-devices=driver:mlx5_core\n", False),             # not known here
+    ("[device-rdma]\nmatch-device=interface-name:ens1f0np0\nmanaged=1\n", False),
+    ("[main]\nunmanaged-devices=interface-name:ens1f0np0\n", False),   # not the [keyfile] section
+])
+def test_nm_unmanaged_reads_the_device_list_format(conf_d, unmanaged):
+    where = netdev_plan.nm_unmanaged([DEBIAN_NM_CONF, _conf_d(conf_d)], "ens1f0np0", "0c:42:a1:00:00:01", "")
+    assert bool(where) is unmanaged
+    if unmanaged:
+        assert where.startswith("/e/NetworkManager/conf.d/90-site.conf: [")
+    plan = Plan()
+    netdev_plan.plan_mtu(plan, host(managers={"nm_running": False, "nm_conf": [DEBIAN_NM_CONF, _conf_d(conf_d)]}), 9000)
+    assert bool(plan.warnings) is not unmanaged
+
+
+def test_nm_unmanaged_follows_the_order_networkmanager_reads_its_files_in():
+    mine = _conf_d("[keyfile]\nunmanaged-devices=interface-name:ens1f0np0\n", "10-rdma.conf")
+    assert netdev_plan.nm_unmanaged([DEBIAN_NM_CONF, mine], "ens1f0np0")
+    assert not netdev_plan.nm_unmanaged([DEBIAN_NM_CONF, mine, _conf_d("[keyfile]\nunmanaged-devices=\n", "99-x.conf")],
+                                        "ens1f0np0")
+    assert not netdev_plan.nm_unmanaged([DEBIAN_NM_CONF, mine, _conf_d(
+        "[keyfile]\nunmanaged-devices-=interface-name:ens1f0np0\n", "99-x.conf")], "ens1f0np0")
+    assert netdev_plan.nm_unmanaged([DEBIAN_NM_CONF, _conf_d("[keyfile]\nunmanaged-devices=interface-name:eth9\n", "10-a.conf"),
+                                     _conf_d("[keyfile]\nunmanaged-devices+=interface-name:ens1f0np0\n", "20-b.conf")],
+                                    "ens1f0np0") == ("/e/NetworkManager/conf.d/20-b.conf: [keyfile] "
+                                                     "unmanaged-devices=interface-name:eth9;interface-name:ens1f0np0")
+
+
+def test_networkmanager_asked_for_but_stopped_says_so():
+    with pytest.raises(PlanError) as error:
+        netdev_plan.plan_mtu(Plan(), host(managers=NM_STOPPED), 9000, manager="networkmanager")
+    assert str(error.value) == ("manager networkmanager: NetworkManager is installed but not running, so it has no "
+                                "connection on ens1f0np0 to keep the MTU in: start it and run this again")

@@ -204,3 +204,15 @@ def test_the_grey_counters_are_read_from_sysfs(tmp_path):
     (net / "carrier_changes").write_text("2\n")
     assert sysfs.read_grey_counters(str(tmp_path), ["eth2", "missing0"]) == {
         "mlx5_0/1|symbol_error": 12, "mlx5_0/1|out_of_sequence": 4, "eth2|carrier_changes": 2}
+
+
+def test_sysfs_counters_that_are_no_numbers_are_left_out(tmp_path):
+    """A counter that reads '²' (isdigit() is true for it) or 5,000 digits is no reading, never a traceback."""
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs
+    counters = tmp_path / "class" / "infiniband" / "mlx5_0" / "ports" / "1" / "counters"
+    counters.mkdir(parents=True)
+    (counters / "symbol_error").write_text("\u00b2\n")
+    (counters / "link_downed").write_text("9" * 5000 + "\n")
+    (counters / "port_rcv_errors").write_text("7\n")
+    assert sysfs.read_port_counters(str(tmp_path)) == {"mlx5_0/1": {"port_rcv_errors": 7}}
+    assert sysfs.count("18446744073709551615") == 18446744073709551615 and sysfs.count("-1") is None

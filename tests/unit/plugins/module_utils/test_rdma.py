@@ -1,3 +1,6 @@
+import json
+import shutil
+
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, rdma
@@ -175,3 +178,62 @@ def test_parse_state(text, expected):
 ])
 def test_parse_rate(text, expected):
     assert rdma.parse_rate_gbps(text) == expected
+
+
+# ------------------------------------------------------------------ numbers that are not numbers
+
+def _json_safe(devices):
+    """What a module prints: a 4,000-digit hex LID parsed as an int cannot even be turned into text."""
+    return json.loads(json.dumps(devices))
+
+
+@pytest.mark.parametrize("lid", ["0x" + "f" * 4000, "9" * 4000, "9" * 5000, "0x10000", "65536", u"\u00b2", "1_0"])
+def test_a_lid_that_is_not_16_bits_is_not_a_lid(read_fixture, lid):
+    text = read_fixture("ibv_devinfo", "mlx4_ib_plain_heioy-books.txt")
+    assert text.count("port_lid:\t\t22\n") == 1
+    devices = _json_safe(_by_name(rdma.parse_ibv_devinfo(text.replace("port_lid:\t\t22\n", "port_lid:\t\t%s\n" % lid))))
+    port = devices["mlx4_1"]["ports"][0]
+    assert (port["state"], port["lid"], port["sm_lid"]) == ("ACTIVE", None, 1)
+    assert devices["mlx4_0"]["ports"][0]["lid"] == 32   # the other device's LID is still read
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("0x12", 0x12), ("18", 18), ("0xffff", 0xffff), ("0", 0), (" 0x1\n", 1),
+    ("0x" + "f" * 4000, None), ("9" * 4000, None), ("-1", None), ("0x10000", None), (u"\u0661\u0668", None), ("", None),
+])
+def test_parse_lid(text, expected):
+    assert rdma.parse_lid(text) == expected
+
+
+@pytest.mark.parametrize("lid", ["0x" + "f" * 4000, "9" * 4000])
+def test_a_sysfs_lid_that_is_not_16_bits_is_not_a_lid(fixture_file, tmp_path, lid):
+    root = tmp_path / "sys"
+    shutil.copytree(fixture_file("sysfs", "ib_mlx5"), str(root), symlinks=True)
+    (root / "class" / "infiniband" / "mlx5_0" / "ports" / "1" / "lid").write_text(lid + "\n")
+    (device,) = _json_safe(sysfs.read_rdma_devices(str(root)))
+    assert (device["ports"][0]["lid"], device["ports"][0]["sm_lid"], device["ports"][0]["rate_gbps"]) == (None, 1, 200)
+
+
+def test_a_port_directory_that_is_no_port_number_is_left_out(fixture_file, tmp_path):
+    root = tmp_path / "sys"
+    shutil.copytree(fixture_file("sysfs", "ib_mlx5"), str(root), symlinks=True)
+    for name in (u"\u00b2", "9" * 200):   # str.isdigit() is True for both; int() refuses the first
+        (root / "class" / "infiniband" / "mlx5_0" / "ports" / name).mkdir()
+    (device,) = sysfs.read_rdma_devices(str(root))
+    assert [port["port"] for port in device["ports"]] == [1]
+    with pytest.raises(ValueError, match=r"is not a port number \(1-255\)"):
+        rdma.port_from_sysfs(u"\u00b2", {}, {}, {})
+
+
+@pytest.mark.parametrize("old, new", [
+    ("\t\tport:\t2\n", "\t\tport:\t%s\n" % ("2" * 5000)),                          # int() digit limit
+    ("GID[  0]:", "GID[%s]:" % ("1" * 5000)),
+    ("active_mtu:\t\t4096 (5)", "active_mtu:\t\t%s (5)" % ("4" * 5000)),
+    ("active_width:\t\t4X (2)", "active_width:\t\t%sX (2)" % ("4" * 5000)),
+    ("active_speed:\t\t2.5 Gbps (1)", "active_speed:\t\t1.2.3 Gbps (1)"),         # float('1.2.3')
+])
+def test_numbers_in_ibv_devinfo_are_ascii_digits_and_few(read_fixture, old, new):
+    text = read_fixture("ibv_devinfo", "mlx4_ib_verbose_port2_heioy-books.txt")
+    assert text.count(old) == 1
+    devices = _json_safe(rdma.parse_ibv_devinfo(text.replace(old, new)))
+    assert [device["name"] for device in devices] == ["mlx4_1"]

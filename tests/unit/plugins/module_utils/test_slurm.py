@@ -144,6 +144,75 @@ def test_the_largest_allowed_hostlist_expands():
     assert len(hosts) == 100000 and hosts[0] == "gpu-00001" and hosts[-1] == "cpu-50000"
 
 
+@pytest.mark.parametrize("node_list, problem", [
+    ("gpu[01-", "unbalanced '[' in hostlist 'gpu[01-'"),
+    ("node[3-1]", "range '3-1' runs backwards in hostlist 'node[3-1]'"),
+    ("a[1-99999999]", "hostlist 'a[1-99999999]' names more than 100000 hosts: refusing to expand it"),
+    ("gpu[0\u00b2]", "bad range '0\u00b2' in hostlist 'gpu[0\u00b2]'"),
+    ("gpu[\u0663]", "bad range '\u0663' in hostlist 'gpu[\u0663]'"),   # int() would read it as 3
+])
+def test_a_malformed_nodelist_in_a_job_record_is_named(read_fixture, node_list, problem):
+    text = read_fixture("slurm", "scontrol_job_completed.txt")
+    assert "NodeList=gpufabric-slurm-node[1-2] " in text
+    record = slurm.parse_job_record(text.replace("NodeList=gpufabric-slurm-node[1-2] ", "NodeList=%s " % node_list))
+    with pytest.raises(slurm.SlurmParseError) as error:
+        slurm.job_summary(record)
+    assert str(error.value) == "job 1: NodeList is not a Slurm hostlist: %s" % problem
+
+
+def test_numbers_in_a_job_record_are_ascii_digits(read_fixture):
+    text = read_fixture("slurm", "scontrol_job_completed.txt")
+    for old, new in (("ExitCode=0:0 ", "ExitCode=\u00b2:0 "), ("NumNodes=2 ", "NumNodes=\u00b2 "),
+                     ("NumTasks=4 ", "NumTasks=%s " % ("4" * 5000)), ("RunTime=00:00:01 ", "RunTime=%s:01 " % ("1" * 5000))):
+        assert old in text
+        text = text.replace(old, new)
+    job = slurm.job_summary(slurm.parse_job_record(text))   # before: int('\u00b2') raised ValueError
+    assert (job["exit_code"], job["num_nodes"], job["num_tasks"], job["run_time_s"]) == (None, None, None, None)
+    assert job["nodes"] == ["gpufabric-slurm-node1", "gpufabric-slurm-node2"]
+
+
+def test_sacct_none_assigned_is_no_node():
+    job = slurm.job_summary(slurm.parse_sacct("42|nccl|PENDING|0:0|None assigned|00:00:00|gpu\n", "42"))
+    assert (job["state"], job["node_list"], job["nodes"]) == ("PENDING", None, [])
+
+
+@pytest.mark.parametrize("value", ["1", "4711", "4294967293"])
+def test_check_job_id_takes_slurm_job_ids(value):
+    assert slurm.check_job_id(value) == value
+
+
+@pytest.mark.parametrize("value", [u"\u00b2", u"\u0664\u0667", "0", "4294967294", "4294967295", "12345678901",
+                                   "12_3", "1+0", "-5", " 1", "1\n", "", 7])
+def test_check_job_id_refuses_what_is_not_one(value):
+    with pytest.raises(ValueError) as error:
+        slurm.check_job_id(value)
+    assert str(error.value) == ("job_id must be a Slurm job id, a whole number from 1 to 4294967293 in ASCII digits, "
+                                "got %r" % (value,))
+
+
+@pytest.mark.parametrize("text", [u"\u0664\u0667\n", "0\n", "4294967295\n", "9" * 5000 + "\n"])
+def test_parse_submit_refuses_what_is_no_job_id(text):
+    with pytest.raises(slurm.SlurmParseError, match="sbatch --parsable printed no job id"):
+        slurm.parse_submit(text)
+
+
+@pytest.mark.parametrize("nodes, message", [
+    ("gpu[01-", "slurm job allreduce: nodes is not a Slurm hostlist: unbalanced '[' in hostlist 'gpu[01-'"),
+    ([1, 2], "slurm job allreduce: nodes must be a list of host names (slurm_job's nodes) or a Slurm hostlist, got [1, 2]"),
+])
+def test_job_runs_names_nodes_that_are_not_hosts(nodes, message):
+    jobs = [{"name": "allreduce", "template": "nccl_tests", "output": "", "job": {"job_id": "7", "nodes": nodes}}]
+    with pytest.raises(ValueError) as error:
+        slurm.job_runs(jobs)
+    assert str(error.value) == message
+
+
+def test_job_runs_expands_nodes_given_as_a_hostlist():
+    jobs = [{"name": "allreduce", "template": "nccl_tests", "output": "", "job": {"job_id": "7", "nodes": "gpu-a[08-09]"}}]
+    (run,) = slurm.job_runs(jobs)   # before: "g,p,u,-,a,[,0,8,-,0,9,]"
+    assert run["host"] == "gpu-a08,gpu-a09" and run["label"] == "slurm allreduce (job 7, 2 nodes)"
+
+
 # --- slurm.conf as Slurm reads it ------------------------------------------------------------------
 
 MAIN = "/etc/slurm/slurm.conf"
@@ -199,7 +268,7 @@ def test_include_base_by_release(version, base):
 
 
 @pytest.mark.parametrize("text, version", [("slurm 24.11.5\n", (24, 11)), ("slurm-wlm 22.05.8", (22, 5)),
-                                           ("command not found", None)])
+                                           ("command not found", None), ("slurm %s.05\n" % ("2" * 5000), None)])
 def test_parse_version(text, version):
     assert slurm.parse_version(text) == version
 

@@ -121,3 +121,29 @@ def test_the_search_space_grows_with_rdma_and_drops_tree_on_two_gpus():
     assert "NCCL_ALGO=Tree" not in plain and "NCCL_MIN_NCHANNELS=32" in plain
     rdma = [c["name"] for c in tuning.candidates(True, 8)]
     assert {"NCCL_IB_QPS_PER_CONNECTION=4", "NCCL_NET_GDR_LEVEL=PHB", "NCCL_ALGO=Tree"} <= set(rdma)
+
+
+def test_failed_runs_are_counted_shown_and_left_out_of_the_decision(recorded):
+    """Four of the recorded runs made to fail as they do on a real cluster: an exit code, a run cut before
+    its table, a nan busbw. The report says 4 failed and why; the decision uses only the measurements."""
+    runs = [dict(r) for r in recorded["runs"]]
+    broken = [i for i, r in enumerate(runs) if r["candidate"] == "NCCL_MIN_NCHANNELS=32"][:4]
+    runs[broken[0]]["rc"] = 1
+    runs[broken[1]]["stdout"] = runs[broken[1]]["stdout"].split("#       size")[0]
+    lines = runs[broken[2]]["stdout"].splitlines()
+    last = max(i for i, line in enumerate(lines) if line.strip()[:1].isdigit())
+    cells = lines[last].split()
+    cells[7] = "nan"
+    lines[last] = "  ".join(cells)
+    runs[broken[2]]["stdout"] = "\n".join(lines)
+    runs[broken[3]]["rc"] = 137
+    result = tuning.report({"runs": runs, "elapsed_s": 1})
+    whys = [f["why"] for f in result["search"]["failed_runs"]]
+    assert len(whys) == 4 and whys[0] == "exited 1" and whys[3] == "exited 137"
+    assert whys[1].startswith("no result table") and whys[2] == "busbw nan or inf at 1 size(s)"
+    markdown = tuning.markdown(result)
+    assert "## Search (%d runs: %d measured, 4 failed; 1 s)" % (len(runs), len(runs) - 4) in markdown
+    assert "Failed runs (left out of every decision above):" in markdown and "repeat" in markdown
+    table = tuning.collect(runs)
+    assert sum(len(v) for v in table["all_reduce"]["NCCL_MIN_NCHANNELS=32"].values()) < \
+        sum(len(v) for v in tuning.collect(recorded["runs"])["all_reduce"]["NCCL_MIN_NCHANNELS=32"].values())

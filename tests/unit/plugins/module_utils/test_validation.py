@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, validation
 
 
 @pytest.mark.parametrize("hosts, expected", [
@@ -57,3 +57,61 @@ def test_judge_perftest(read_fixture):
     assert "| ib_send_bw | b -> a | 1024 | 5544.28 MB/sec average | PASS |" in markdown
     assert "| ib_write_bw | b -> a | - | no result | FAIL |" in markdown
     assert markdown.endswith("- ib_write_bw b -> a: no result (client exit 1); perftest printed: Couldn't get device list\n")
+
+
+def _run(text, label="r"):
+    return {"label": label, "command": "x", "rc": 0, "output": text}
+
+
+def test_a_nan_or_inf_busbw_is_a_failed_measurement_never_a_pass(read_fixture):
+    """The real 8x H200 capture with its largest row's busbw read as nan (and inf): it used to pass
+    min_busbw 100, its peak taken from the other rows."""
+    text = read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
+    last = [line for line in text.splitlines() if line.strip().startswith("4294967296")][0]
+    fields = last.split()
+    for bad in ("nan", "inf", "-nan"):
+        broken = list(fields)
+        broken[7] = bad  # out-of-place busbw of the largest size
+        edited = text.replace(last, "  ".join(broken))
+        (run,) = validation.judge([_run(edited)], min_busbw=100)
+        assert not run["passed"]
+        assert "busbw is nan or inf (a failed measurement) at 1 size(s), first 4294967296 B" in run["failures"]
+        assert any(f.startswith("size 4294967296 B: busbw ") and f.endswith("expected at least 100 GB/s")
+                   for f in run["failures"])
+        peak = run["result"]["peak_busbw"]
+        assert nccl_tests.finite(peak) and 0 < peak < 1000  # the peak of what was measured, never nan
+    # Without any threshold it still fails: a run with a failed measurement is not a pass.
+    (run,) = validation.judge([_run(edited)])
+    assert not run["passed"] and run["failures"][0].startswith("busbw is nan or inf")
+
+
+def test_one_rank_says_it_measured_no_bandwidth(read_fixture):
+    (ar,) = validation.judge([_run(read_fixture("nccl_tests", "all_reduce_g1_h100.txt"), "all_reduce -g 1")])
+    assert ar["result"]["peak_busbw"] == 0.0 and ar["passed"]
+    assert ar["notes"] == ["1 rank: no data crosses a link - busbw is 0 for a reduction and a local copy for sendrecv "
+                           "(peak 0 GB/s); this run shows the collective works, it measures no bandwidth"]
+    (sr,) = validation.judge([_run(read_fixture("nccl_tests", "sendrecv_g1_h100.txt"), "sendrecv -g 1")])
+    assert sr["result"]["peak_busbw"] == 28773.0
+    assert sr["notes"][0].startswith("1 rank: no data crosses a link") and "(peak 28773 GB/s)" in sr["notes"][0]
+    markdown = validation.summary_markdown([ar, sr])
+    assert "## Notes" in markdown and "- sendrecv -g 1: 1 rank: no data crosses a link" in markdown
+    assert "note: 1 rank" in validation.summary_text([ar])
+
+
+def test_a_figure_beyond_any_link_on_several_ranks_is_not_a_result(read_fixture):
+    """The one-GPU sendrecv's figures relabelled as two ranks: 28773 GB/s cannot have crossed a link."""
+    text = read_fixture("nccl_tests", "sendrecv_g1_h100.txt")
+    rank = [line for line in text.splitlines() if "Rank  0" in line][0]
+    two = text.replace(rank, rank + "\n" + rank.replace("Rank  0", "Rank  1").replace("device  0", "device  1"))
+    (run,) = validation.judge([_run(two)])
+    assert not run["passed"] and run["notes"] == []
+    assert run["failures"] == ["peak busbw 28773 GB/s is beyond what any link carries today (NVLink 5: 900 GB/s a "
+                               "direction): a broken measurement, not a result"]
+
+
+def test_the_baselines_section_is_lines_not_escaped_text(read_fixture):
+    (run,) = validation.judge([_run(read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt"), "ar -g 8")])
+    run["baseline"] = "365 GB/s = 100 % of the H200x8 NVLink baseline"
+    markdown = validation.summary_markdown([run])
+    assert "## Baselines\n\n- ar -g 8: 365 GB/s = 100 % of the H200x8 NVLink baseline\n" in markdown
+    assert "\\n" not in markdown

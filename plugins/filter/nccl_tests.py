@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that collect, judge, summarize and draw nccl-tests runs, and check their thresholds and launch
+environment (thin wrappers over module_utils/validation.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import chart, text, validation
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
+    Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
+
+PLACEMENTS = ("out_of_place", "in_place", "best")
+
+
+def _judged(name, judged):
+    """A list of judged runs (nccl_tests_judge's result): each a mapping with a result mapping and passed."""
+    expect_list_of_mappings(name, judged, "a list of judged runs (nccl_tests_judge's result)")
+    for index, run in enumerate(judged):
+        if not isinstance(run.get("result"), Mapping) or "passed" not in run:
+            fail(name, "expects judged runs (nccl_tests_judge's result); item %d has no result and passed" % index)
+    return judged
+
+
+def nccl_tests_collect(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=None):
+    expect("nccl_tests_collect", single_by_host, (Mapping,), "a mapping of host to registered results")
+    for what, value, kinds in (("mpirun_results", mpirun_results, (Mapping,)), ("hosts", hosts, (list, tuple)),
+                               ("gpus_by_host", gpus_by_host, (Mapping,))):
+        if value is not None:
+            expect("nccl_tests_collect", value, kinds, "%s as a %s" % (what, "list" if kinds == (list, tuple) else "mapping"))
+    return validation.collect_runs(single_by_host, mpirun_results, hosts, gpus_by_host)
+
+
+def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place", replayed_from=None):
+    expect_list_of_mappings("nccl_tests_judge", runs, "a list of runs (nccl_tests_collect's result)")
+    note = text.check_line("replayed_from", replayed_from) if replayed_from else None
+    errors = validation.threshold_errors({"min_busbw": min_busbw, "min_busbw_by_size": min_busbw_by_size,
+                                          "max_wrong": max_wrong})
+    if errors:
+        fail("nccl_tests_judge", "; ".join(errors))
+    if placement not in PLACEMENTS:
+        fail("nccl_tests_judge", "placement must be one of %s, got %r" % (", ".join(PLACEMENTS), placement))
+    return validation.judge(runs, number_or_none("nccl_tests_judge", "min_busbw", min_busbw), min_busbw_by_size or None,
+                            None if max_wrong in (None, "") else int(max_wrong), placement, note)
+
+
+def nccl_tests_summary(judged, output="text", thresholds=None):
+    _judged("nccl_tests_summary", judged)
+    if output not in ("text", "markdown"):
+        fail("nccl_tests_summary", "output must be text or markdown, got %r" % (output,))
+    if output == "markdown":
+        return validation.summary_markdown(judged, expect("nccl_tests_summary", thresholds or {}, (Mapping,),
+                                                          "thresholds as a mapping"))
+    return validation.summary_text(judged)
+
+
+def bandwidth_svg(judged, threshold=None, title="NCCL bandwidth"):
+    _judged("bandwidth_svg", judged)
+    return chart.bandwidth_svg(validation.bandwidth_series(judged), number_or_none("bandwidth_svg", "threshold", threshold),
+                               text.check_line("title", title))
+
+
+def mpirun_env_args(env):
+    """{'NCCL_IB_HCA': '=mlx5_0:1'} -> ['-x', 'NCCL_IB_HCA==mlx5_0:1']: OpenMPI exports each to every rank."""
+    return validation.mpirun_env_args(expect("mpirun_env_args", env, (Mapping,), "a mapping of environment variables"))
+
+
+def mpirun_argv(launcher, args, np, command, env=None, hosts=None, slots=None, hostfile=None):
+    """The one mpirun command line (validation.mpirun_argv): ranks placed by hosts and slots or a hostfile."""
+    return validation.mpirun_argv(launcher, args, np, command, env=expect("mpirun_argv", env or {}, (Mapping,), "a mapping of environment variables"),
+                                  hosts=hosts, slots=slots, hostfile=hostfile)
+
+
+def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=False):
+    """Each judged nccl-tests run with its baseline sentence ("346 GB/s = 100 % of the H200x2 NVLink
+    baseline ...") or the note that none is known; without a user threshold, a run below ``fraction``
+    of its baseline fails. Also returns ``record``: this run's figures as baseline entries."""
+    expect_list_of_mappings("baseline_notes", judged, "the judged runs (run_report_judged)")
+    platform = dict(platform or {})
+    return validation.baseline_notes(judged, platform, number_or_none("baseline_notes", "fraction", fraction), local,
+                                     user_threshold)
+
+
+def threshold_errors(values):
+    """{'nccl_tests_min_busbw': '350', 'nccl_tests_min_busbw_by_size': {...}} -> [] or the sentences naming each bad one."""
+    return validation.threshold_errors(expect("threshold_errors", values, (Mapping,), "a mapping of threshold name to value"))
+
+
+class FilterModule(object):
+    def filters(self):
+        return filters({
+            "nccl_tests_collect": nccl_tests_collect, "nccl_tests_judge": nccl_tests_judge,
+            "nccl_tests_summary": nccl_tests_summary, "bandwidth_svg": bandwidth_svg,
+            "mpirun_env_args": mpirun_env_args, "mpirun_argv": mpirun_argv, "baseline_notes": baseline_notes,
+            "threshold_errors": threshold_errors,
+        })

@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that pair hosts for perftest and judge and summarize its runs (thin wrappers over
+module_utils/validation.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import text, validation
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
+    Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
+
+
+def pair_hosts(hosts):
+    expect("pair_hosts", hosts, (list, tuple), "a list of hosts")
+    return validation.pair_hosts([text.check_line("hosts[%d]" % i, h, allow_empty=False) for i, h in enumerate(hosts)])
+
+
+def perftest_judge(results, min_bw_gbps=None, max_lat_us=None):
+    expect_list_of_mappings("perftest_judge", results, "a list of perftest results")
+    errors = validation.threshold_errors({"min_bw_gbps": min_bw_gbps, "max_lat_us": max_lat_us})
+    if errors:
+        fail("perftest_judge", "; ".join(errors))
+    return validation.judge_perftest(results, number_or_none("perftest_judge", "min_bw_gbps", min_bw_gbps),
+                                     number_or_none("perftest_judge", "max_lat_us", max_lat_us))
+
+
+def perftest_summary(judged):
+    expect_list_of_mappings("perftest_summary", judged, "a list of judged perftest results (perftest_judge's result)")
+    for index, run in enumerate(judged):
+        if not isinstance(run.get("result"), Mapping) or "failures" not in run:
+            fail("perftest_summary", "expects perftest_judge's result; item %d is not a judged result" % index)
+    return validation.perftest_markdown(judged)
+
+
+class FilterModule(object):
+    def filters(self):
+        return filters({"pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary})
