@@ -192,19 +192,24 @@ def test_project_playbooks_import_the_collection_and_pass_syntax_check(tmp_path)
 
 def test_discover_with_the_survey_answers_hands_its_verdict_to_awx(tmp_path):
     """The discover template's playbook run as AWX runs it (extra vars from the survey), here on
-    this machine: no GPU answers, so the verdict is not ready and set_stats says so (AWX shows
-    set_stats data as the job's artifacts)."""
+    this machine: no GPU answers, so the verdict is not ready, set_stats says so (AWX shows
+    set_stats data as the job's artifacts) and the job fails, which is what a workflow's
+    on-failure path gates on."""
     template = next(t for t in TEMPLATES if t["playbook"] == "discover.yml")
     answers = dict((i["variable"], _answer(i)) for i in template["survey_spec"]["spec"])
-    answers.update(report_dir=str(tmp_path / "report"), discovery_facts_dir=str(tmp_path / "facts"), ansible_become=False)
+    answers.update(report_dir=str(tmp_path / "report"), discovery_facts_dir=str(tmp_path / "facts"), ansible_become=False,
+                   gpufabric_local_facts_dir=str(tmp_path / "facts.d"))
     extra = tmp_path / "answers.json"
     extra.write_text(json.dumps(answers))
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_SHOW_CUSTOM_STATS="1",
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     run = subprocess.run(["ansible-playbook", "-e", "@%s" % extra, os.path.join(AWX, "project", "discover.yml")],
                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600, check=False)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    stats = json.loads(run.stdout)["global_custom_stats"]
+    assert run.returncode == 2, run.stdout[-3000:] + run.stderr[-3000:]
+    result = json.loads(run.stdout)
+    stats = result["global_custom_stats"]
+    assert result["stats"]["localhost"]["failures"] == 1
+    assert "NOT READY" in json.dumps(result["plays"][-1]["tasks"][-1]), result["plays"][-1]["tasks"][-1]
     assert stats["gpufabric_ready"] is False
     assert stats["gpufabric_findings"]["critical"] >= 1
     readiness = json.loads((tmp_path / "report" / "readiness.json").read_text())

@@ -14,16 +14,88 @@ CAPTURE = os.path.join(ROOT, "tests", "unit", "fixtures", "nccl_tests", "all_red
 pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
                                 reason="needs the collection installed (make unit sets ANSIBLE_COLLECTIONS_PATH)")
 MPIRUN = """#!/bin/sh
-# stand-in mpirun: the capture, its busbw columns x0.6 when -H names the slow host
+# stand-in mpirun: the capture, its busbw columns x0.6 when -H names the slow host; the whole capture
+# but an exit status of 1 when -H names the failing one (a run that printed its table, then failed)
 slow="$GPUFABRIC_SLOW"
 hosts=""
 while [ $# -gt 0 ]; do [ "$1" = "-H" ] && hosts="$2"; shift; done
 echo "$hosts" >> "$GPUFABRIC_LOG"
 case ",$hosts," in
   *",$slow:"*) awk '/^ +[0-9]+ +[0-9]+ +float/ { $8 = $8 * 0.6; $12 = $12 * 0.6 } { print }' "$GPUFABRIC_CAPTURE" ;;
+  *",${GPUFABRIC_FAIL:-none}:"*) cat "$GPUFABRIC_CAPTURE"; echo "mpirun noticed that process rank 1 exited on signal 9" >&2; exit 1 ;;
   *) cat "$GPUFABRIC_CAPTURE" ;;
 esac
 """
+SMI = os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi")
+H200X8 = os.path.join(ROOT, "tests", "unit", "fixtures", "nvidia_smi", "q_h200x8.xml")
+
+
+def play(tmp_path, strategy, env_extra=None, *extra, hosts=4, ok=True):
+    mpirun = tmp_path / "mpirun"
+    mpirun.write_text(MPIRUN)
+    mpirun.chmod(0o755)
+    names = ["h%d" % n for n in range(1, hosts + 1)]
+    (tmp_path / "inventory.json").write_text(json.dumps({"all": {"hosts": dict(
+        (h, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}) for h in names)}}))
+    env = dict(os.environ, GPUFABRIC_SLOW="none", GPUFABRIC_LOG=str(tmp_path / "groups.log"), GPUFABRIC_CAPTURE=CAPTURE,
+               ANSIBLE_NOCOLOR="1", **(env_extra or {}))
+    proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.json"), "gpufabric.rdma.burnin",
+                           "-e", "ansible_become=false", "-e", "burnin_strategy=%s" % strategy,
+                           "-e", "burnin_mpirun=%s" % mpirun, "-e", "burnin_report_dir=%s" % (tmp_path / "report"),
+                           "-e", "burnin_fail=false", "-e", "gpufabric_local_facts_dir=%s" % (tmp_path / "facts.d"), *extra],
+                          capture_output=True, text=True, env=env, check=False, timeout=600)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    if ok:
+        assert proc.returncode == 0, out[-3000:]
+    return proc.returncode, out
+
+
+def test_a_run_that_failed_after_its_table_fails_in_both_strategies_alike(tmp_path):
+    """One judge: a group or pair whose mpirun exited 1 (after printing a good table) is a failed run."""
+    for strategy in ("search", "pairwise"):
+        where = tmp_path / strategy
+        where.mkdir()
+        play(where, strategy, {"GPUFABRIC_FAIL": "h3"}, "-e", "burnin_gpus_per_node=1", "-e", "burnin_search_max_rounds=8")
+        report = json.loads((where / "report" / "burnin.json").read_text())
+        markdown = (where / "report" / "burnin.md").read_text()
+        assert markdown.count("FAILED") >= 1 and "h3" in " ".join(report["failures"]), (strategy, report["failures"])
+        assert "exited 1: mpirun noticed that process rank 1 exited on signal 9" in json.dumps(report), strategy
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["-e", "burnin_search_max_rounds=0"], "burnin_search_max_rounds of at least 1 (got 0)"),
+    (["-e", "burnin_expected_busbw=-5"], "burnin_expected_busbw must be a non-negative number or empty, got '-5'"),
+    (["-e", "burnin_expected_busbw=nan"], "burnin_expected_busbw must be a non-negative number or empty, got 'nan'"),
+    (["-e", "burnin_expected_busbw=0"], "burnin_expected_busbw must be above 0, got 0"),
+])
+def test_settings_that_would_pass_a_burnin_that_never_ran_are_refused(tmp_path, extra, message):
+    rc, out = play(tmp_path, "search", None, "-e", "burnin_gpus_per_node=1", *extra, ok=False)
+    assert rc != 0 and message in out, out[-2000:]
+    assert not (tmp_path / "groups.log").exists()  # nothing ran
+
+
+def test_burnin_alone_runs_one_rank_per_gpu(tmp_path):
+    """burnin.yml without discovery in the play: the node's GPUs come from the one accessor (node_facts)."""
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    (capture / "q.xml").write_text(open(H200X8).read())
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "nvidia-smi").write_text("#!/bin/sh\nNVIDIA_SMI_CAPTURE=%s exec %s \"$@\"\n" % (capture, SMI))
+    (bindir / "nvidia-smi").chmod(0o755)
+    play(tmp_path, "pairwise", {"PATH": "%s:%s" % (bindir, os.environ["PATH"])}, hosts=2)
+    assert (tmp_path / "groups.log").read_text().splitlines() == ["h1:8,h2:8"]
+
+
+def test_burnin_in_a_later_play_reads_the_record_discovery_left(tmp_path):
+    """The record an earlier discovery saved on the node (the local fact gpufabric) is the node's record in
+    a later play: 4 GPUs there, 4 ranks per host here, without nvidia-smi being asked."""
+    facts = tmp_path / "facts.d"
+    facts.mkdir()
+    (facts / "gpufabric.fact").write_text(json.dumps({"gpu": {"count": 4, "devices": []}, "container": False,
+                                                      "rdma_devices": [], "nccl": {"env": {}}}))
+    play(tmp_path, "pairwise", {"PATH": "/nonexistent:%s" % os.environ["PATH"]}, hosts=2)
+    assert (tmp_path / "groups.log").read_text().splitlines() == ["h1:4,h2:4"]
 
 
 def run(tmp_path, slow, *extra):

@@ -13,7 +13,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma
 HERE = os.path.dirname(__file__)
 
 
-def _run(tmp_path, read_fixture, extra):
+def _run(tmp_path, read_fixture, extra, cwd=None):
     devices = rdma.parse_ibv_devinfo(read_fixture("ibv_devinfo", "erdma_seed002.txt"))
     inventory = {"all": {"children": {"gpu_nodes": {"hosts": {"ebmgn8v-0": {
         "ansible_connection": "local",
@@ -23,7 +23,8 @@ def _run(tmp_path, read_fixture, extra):
     variables = {"device_plugin_manifest_dir": str(tmp_path), "k8s_workloads_manifest_dir": str(tmp_path)}
     variables.update(extra)
     proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.json"), os.path.join(HERE, "k8s_render.yml"),
-                           "-e", json.dumps(variables)], capture_output=True, text=True, timeout=180, check=False)
+                           "-e", json.dumps(variables)], capture_output=True, text=True, timeout=180, check=False,
+                          cwd=cwd)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -83,3 +84,16 @@ def test_bad_input_fails_before_writing(tmp_path, read_fixture, extra, message):
         assert written == []
     else:
         assert written == ["rdma-device-plugin-erdma.yaml"]
+
+
+def test_a_relative_manifest_directory_is_made_where_the_user_runs(tmp_path, read_fixture):
+    """The render-only example from a user's own directory: 'k8s' does not exist yet and is made there,
+    not in the installed collection's playbooks/ directory."""
+    user = tmp_path / "user-repo"
+    user.mkdir()
+    rc, out = _run(tmp_path, read_fixture, {"device_plugin_type": "erdma", "k8s_workloads_list": WORKLOADS[:1],
+                                            "device_plugin_manifest_dir": "k8s", "k8s_workloads_manifest_dir": "k8s"},
+                   cwd=str(user))
+    assert rc == 0, out[-3000:]
+    written = sorted(p.name for p in (user / "k8s").iterdir())
+    assert written == ["deployment-dep-demo-hpn-gpu.yaml", "labels.json", "rdma-device-plugin-erdma.yaml"]
