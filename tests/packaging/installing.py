@@ -39,7 +39,8 @@ def run_discover(env, tmp_path):
     report under tmp_path; returns the readiness report after checking the run succeeded."""
     run = subprocess.run(
         ["ansible-playbook", "gpufabric.rdma.discover", "-e", "ansible_become=false",
-         "-e", "discovery_facts_dir=%s" % (tmp_path / "facts"), "-e", "report_dir=%s" % (tmp_path / "report")],
+         "-e", "discovery_facts_dir=%s" % (tmp_path / "facts"), "-e", "report_dir=%s" % (tmp_path / "report"),
+         "-e", "gpufabric_local_facts_dir=%s" % (tmp_path / "facts.d")],
         capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600, check=False,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

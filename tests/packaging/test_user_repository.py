@@ -1,0 +1,101 @@
+"""A new user's first hour: the built tarball installed with `ansible-galaxy collection install` into a
+directory of their own, run from there with Ansible's default callback and no ansible.cfg of ours.
+
+Each case was a defect of issue 25: a relative report directory written inside the installed
+collection, the node table printed as one escaped JSON string, discover ending rc 0 on NOT READY,
+the Kubernetes render-only example failing on a directory that did not exist, a stray log shipped.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+from installing import install
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+@pytest.fixture(scope="module")
+def user(tarball, tmp_path_factory):
+    """The user's repository: the collection installed under ./collections, nothing else."""
+    repo = tmp_path_factory.mktemp("user-repo")
+    env = install(tarball, repo / "collections")
+    for name in ("ANSIBLE_STDOUT_CALLBACK", "ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_LOAD_CALLBACK_PLUGINS"):
+        env.pop(name, None)
+    assert not (repo / "ansible.cfg").exists()
+    return repo, env
+
+
+def playbook(user, *args):
+    repo, env = user
+    run = subprocess.run(["ansible-playbook", *args, "-e", "ansible_become=false",
+                          "-e", "discovery_facts_dir=%s" % (repo / "facts"),
+                          "-e", "gpufabric_local_facts_dir=%s" % (repo / "facts.d")],
+                         capture_output=True, text=True, env=env, cwd=str(repo), timeout=600, check=False)
+    return run.returncode, run.stdout + run.stderr
+
+
+def installed_copy(user):
+    return user[0] / "collections" / "ansible_collections" / "gpufabric" / "rdma"
+
+
+def test_discover_gates_on_not_ready_and_reports_where_the_user_stands(user):
+    repo = user[0]
+    rc, out = playbook(user, "gpufabric.rdma.discover", "-e", "report_dir=./report", "-e", "expected_gpu_count=8")
+    assert rc == 2, out[-3000:]  # a failed play: what an AWX workflow's on-failure path and a script's `||` see
+    assert "NOT READY: 1 critical finding(s) (gpu_count); see readiness.md in the report directory" in out
+    assert (repo / "report" / "readiness.md").is_file() and (repo / "report" / "readiness.json").is_file()
+    assert not (installed_copy(user) / "playbooks" / "report").exists()
+    # The default callback prints the table and the verdict as lines, not one escaped string.
+    assert "\\n" not in out, [line for line in out.splitlines() if "\\n" in line][:3]
+    assert any(line.strip().strip('",').startswith("NOT READY: 1 critical") for line in out.splitlines())
+
+
+def test_discover_reports_only_when_told(user):
+    repo = user[0]
+    rc, out = playbook(user, "gpufabric.rdma.discover", "-e", "report_dir=report-only", "-e", "expected_gpu_count=8",
+                       "-e", "discover_fail_when_not_ready=false")
+    assert rc == 0, out[-3000:]
+    assert json.loads((repo / "report-only" / "readiness.json").read_text())["ready"] is False
+
+
+def test_the_kubernetes_render_only_example_writes_into_the_users_directory(user):
+    repo = user[0]
+    workloads = [{"name": "nccl-allreduce", "kind": "mpijob", "image": "my/nccl-tests:2.19", "workers": 2},
+                 {"name": "dep-demo-hpn-gpu", "kind": "acs_deployment", "image": "my/app", "gpu_model_series": "GU8TF"}]
+    rc, out = playbook(user, "gpufabric.rdma.kubernetes", "-e", "device_plugin_apply=false", "-e", "report_dir=./report-k8s",
+                       "-e", "device_plugin_manifest_dir=k8s", "-e", "k8s_workloads_manifest_dir=k8s",
+                       "-e", json.dumps({"k8s_workloads_list": workloads}))
+    assert rc == 0, out[-3000:]
+    assert sorted(p.name for p in (repo / "k8s").iterdir()) == [
+        "deployment-dep-demo-hpn-gpu.yaml", "mpijob-nccl-allreduce.yaml", "rdma-device-plugin-erdma.yaml"]
+    assert not (installed_copy(user) / "playbooks" / "k8s").exists()
+
+
+def test_nothing_stray_ships(tmp_path):
+    """A copy of the checkout with what a working tree collects (a run log, a report directory, an editor
+    backup) builds a tarball without any of it: galaxy.yml's build_ignore."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=False)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout")
+    tree = tmp_path / "tree"
+    for name in tracked.stdout.split("\0"):
+        if name and os.path.isfile(os.path.join(ROOT, name)):
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(os.path.join(ROOT, name), tree / name)
+    stray = ["run2.log", "playbooks/site.retry", "gpufabric-report/readiness.md", "report/summary.md",
+             "roles/discovery/tasks/main.yml~", "roles/burnin/tasks/.main.yml.swp", "nohup.out"]
+    for name in stray:
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text("[ERROR] left behind\n")
+    out = tmp_path / "dist"
+    subprocess.run(["ansible-galaxy", "collection", "build", "--output-path", str(out), str(tree)],
+                   check=True, capture_output=True, text=True)
+    (built,) = list(out.iterdir())
+    with tarfile.open(built) as tar:
+        names = set(tar.getnames())
+    assert [n for n in stray if n in names] == []
+    assert [n for n in names if n.endswith(".log")] == []
