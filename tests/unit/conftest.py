@@ -36,6 +36,22 @@ def read_fixture():
 
 
 @pytest.fixture
+def scaled():
+    """scaled(text, factor): an nccl-tests capture with every algbw/busbw figure scaled (a slower pair or group)."""
+    def _scaled(text, factor):
+        out = []
+        for line in text.splitlines():
+            parts = line.split()
+            if parts and parts[0].isdigit() and len(parts) >= 13:
+                for index in (6, 7, 10, 11):
+                    parts[index] = "%.2f" % (float(parts[index]) * factor)
+                line = " ".join(parts)
+            out.append(line)
+        return "\n".join(out)
+    return _scaled
+
+
+@pytest.fixture
 def lab_facts():
     """ansible_facts of a lab node, prefix stripped as Ansible does for `ansible_facts`."""
     with open(fixture_path("ansible_facts", "lab_bookworm_container.json"), encoding="utf-8") as handle:

@@ -60,6 +60,16 @@ def stub_bin(directory, tools):
     return directory
 
 
+def stub_path(tmp_path, monkeypatch):
+    """A node whose tools will be stubs: tmp_path/bin first on PATH, the stubs' call log and Slurm state in
+    tmp_path. Returns the bin directory for stub_bin()."""
+    bindir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    monkeypatch.setenv("STUB_LOG", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setenv("STUB_SLURM_DIR", str(tmp_path))
+    return bindir
+
+
 def calls(log_path):
     """The stub calls logged to STUB_LOG: [(tool, argv), ...]."""
     if not os.path.exists(str(log_path)):

@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.modules import (
     gpu_facts, nccl_env, node_health, rdma_devices, rdma_netdev, slurm_conf_settings, slurm_job)
-from moduletest import calls, run_module, stub_bin
+from moduletest import calls, run_module, stub_bin, stub_path
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
@@ -23,10 +23,7 @@ READ_ONLY = {
 
 @pytest.fixture
 def node(tmp_path, monkeypatch):
-    bindir = tmp_path / "bin"
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
-    monkeypatch.setenv("STUB_LOG", str(tmp_path / "calls.jsonl"))
-    monkeypatch.setenv("STUB_SLURM_DIR", str(tmp_path))
+    bindir = stub_path(tmp_path, monkeypatch)
 
     def tools(**modes):
         for tool, mode in modes.items():

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.modules import nccl_env, rdma_devices, rdma_netdev, slurm_job
-from moduletest import calls, run_module, stub_bin
+from moduletest import calls, run_module, stub_bin, stub_path
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
@@ -23,10 +23,7 @@ NM_NOT_RUNNING = "fail:8:Error: NetworkManager is not running."   # nmcli's text
 @pytest.fixture
 def node(tmp_path, monkeypatch):
     """A node whose tools are stubs: tools(name=mode) puts misbehave.py (or fake_slurm.py) on PATH."""
-    bindir = tmp_path / "bin"
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
-    monkeypatch.setenv("STUB_LOG", str(tmp_path / "calls.jsonl"))
-    monkeypatch.setenv("STUB_SLURM_DIR", str(tmp_path))
+    bindir = stub_path(tmp_path, monkeypatch)
 
     class Node(object):
         root = tmp_path

@@ -59,20 +59,7 @@ def test_rank_with_a_failed_pair():
 
 # --- the burn-in report: real nccl-tests output per pair, one slow host and one bad link ---
 
-def _capture_scaled(text, factor):
-    """The 8x H200 capture with every algbw/busbw figure scaled (a slower pair)."""
-    out = []
-    for line in text.splitlines():
-        parts = line.split()
-        if parts and parts[0].isdigit() and len(parts) >= 13:
-            for index in (6, 7, 10, 11):
-                parts[index] = "%.2f" % (float(parts[index]) * factor)
-            line = " ".join(parts)
-        out.append(line)
-    return "\n".join(out)
-
-
-def test_burnin_report_names_the_slow_host_and_the_bad_link(read_fixture):
+def test_burnin_report_names_the_slow_host_and_the_bad_link(read_fixture, scaled):
     from ansible_collections.gpufabric.rdma.plugins.filter.burnin import burnin_report
     capture = read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
     hosts = ["n%d" % i for i in range(1, 7)]
@@ -80,7 +67,7 @@ def test_burnin_report_names_the_slow_host_and_the_bad_link(read_fixture):
     for number, round_pairs in enumerate(burnin.rounds(hosts)):
         for a, b in round_pairs:
             factor = 0.5 if "n4" in (a, b) else (0.6 if {a, b} == {"n1", "n2"} else 1.0)
-            pairs.append({"a": a, "b": b, "round": number, "rc": 0, "output": _capture_scaled(capture, factor)})
+            pairs.append({"a": a, "b": b, "round": number, "rc": 0, "output": scaled(capture, factor)})
     pairs[-1] = dict(pairs[-1], rc=1, output="n5: Test NCCL failure common.cu:1030 'unhandled system error'")
     failed = "%s-%s" % (pairs[-1]["a"], pairs[-1]["b"])
     report = burnin_report(pairs, tolerance=0.1)

@@ -9,39 +9,26 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, nccl
 LARGEST_BUSBW = 364.98  # all_reduce_g8_h200x8.txt: out-of-place busbw at 4294967296 bytes
 
 
-def _scaled(text, factor):
-    """The capture with every algbw/busbw figure scaled (a slower pair)."""
-    out = []
-    for line in text.splitlines():
-        parts = line.split()
-        if parts and parts[0].isdigit() and len(parts) >= 13:
-            for index in (6, 7, 10, 11):
-                parts[index] = "%.2f" % (float(parts[index]) * factor)
-            line = " ".join(parts)
-        out.append(line)
-    return "\n".join(out)
-
-
 @pytest.fixture
 def capture(read_fixture):
     return read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
 
 
 @pytest.fixture
-def four_hosts(capture):
+def four_hosts(capture, scaled):
     """n1..n4, every pair once; n3 slow (half), n1-n2 a bad link (0.6), the last pair exited 1."""
     pairs = []
     for number, round_pairs in enumerate(burnin.rounds(["n1", "n2", "n3", "n4"])):
         for a, b in round_pairs:
             factor = 0.5 if "n3" in (a, b) else (0.6 if {a, b} == {"n1", "n2"} else 1.0)
-            pairs.append({"a": a, "b": b, "round": number, "rc": 0, "output": _scaled(capture, factor)})
+            pairs.append({"a": a, "b": b, "round": number, "rc": 0, "output": scaled(capture, factor)})
     return pairs
 
 
-def test_failures_name_slow_hosts_bad_links_low_pairs_and_failed_runs(capture):
+def test_failures_name_slow_hosts_bad_links_low_pairs_and_failed_runs(capture, scaled):
     results = burnin.collect([
         {"a": "n1", "b": "n2", "round": 0, "rc": 0, "output": capture},
-        {"a": "n1", "b": "n3", "round": 1, "rc": 0, "output": _scaled(capture, 0.5)},
+        {"a": "n1", "b": "n3", "round": 1, "rc": 0, "output": scaled(capture, 0.5)},
         {"a": "n2", "b": "n3", "round": 2, "rc": 1, "output": capture, "stderr": "rank 1 exited on signal 9"},
     ], nccl_tests.parse)
     ranked = burnin.rank(results, 0.1)

@@ -9,25 +9,13 @@ HOSTS = ["n%d" % i for i in range(1, 7)]
 REFERENCE = 364.98  # all_reduce_g8_h200x8.txt: out-of-place busbw at 4294967296 bytes
 
 
-def _scaled(text, factor):
-    out = []
-    for line in text.splitlines():
-        parts = line.split()
-        if parts and parts[0].isdigit() and len(parts) >= 13:
-            for index in (6, 7, 10, 11):
-                parts[index] = "%.2f" % (float(parts[index]) * factor)
-            line = " ".join(parts)
-        out.append(line)
-    return "\n".join(out)
-
-
 def search(capture, slow=(), max_rounds=20, expected=None):
     state = s.start(HOSTS, expected=expected)
     for _round in range(max_rounds):
         tests = s.next_round(state)
         if state["done"] or not tests:
             break
-        runs = dict((test["id"], {"rc": 0, "stdout": _scaled(capture, 0.6 if set(slow) & set(test["hosts"]) else 1.0)})
+        runs = dict((test["id"], {"rc": 0, "stdout": capture[0.6 if set(slow) & set(test["hosts"]) else 1.0]})
                     for test in tests)
         judged = burnin.search_runs(runs, nccl_tests.parse)
         figures, errors = burnin.split_figures(judged)
@@ -36,8 +24,10 @@ def search(capture, slow=(), max_rounds=20, expected=None):
 
 
 @pytest.fixture
-def capture(read_fixture):
-    return read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
+def capture(read_fixture, scaled):
+    """The real capture, and how a group with a slow host prints it (40 % slower)."""
+    text = read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
+    return {1.0: text, 0.6: scaled(text, 0.6)}
 
 
 def test_failures_of_a_finished_search(capture):
