@@ -59,6 +59,7 @@ lab: collection image
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml -e report_dir=$(CURDIR)/build/lab-report
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/burnin.yml -e burnin_report_dir=$(CURDIR)/build/lab-report/burnin
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/burnin.yml -e burnin_strategy=search -e burnin_report_dir=$(CURDIR)/build/lab-report/burnin-search
+	@python3 tests/lab/summary.py $(CURDIR)/build/lab-report
 
 lab-destroy: collection docker
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent
