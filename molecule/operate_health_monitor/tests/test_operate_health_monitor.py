@@ -207,6 +207,27 @@ def test_a_verbose_check_run_prints_no_secret(host):  # host: keeps pytest from 
     _assert_no_secret(proc.stdout + proc.stderr)
 
 
+def test_the_drift_check_compares_nccl_conf_with_what_nccl_env_wrote(host):
+    """One owner: without expected_nccl_env in the checks, the monitor expects what the nccl_env role wrote and
+    published on the node; a hand edit of /etc/nccl.conf is a finding, undoing it a recovery."""
+    settings = json.loads(host.file("/etc/gpufabric/health-monitor.json").content_string)
+    published = json.loads(host.file("/etc/ansible/facts.d/gpufabric_nccl_env.fact").content_string)
+    assert published["env"]["NCCL_SOCKET_IFNAME"] == "eth0"
+    assert settings["checks"]["expected_nccl_env"] == published["env"] and settings["checks"]["nccl_conf"] == "/etc/nccl.conf"
+    _new()
+    assert host.run("sed -i 's/^NCCL_SOCKET_IFNAME=eth0$/NCCL_SOCKET_IFNAME=eth9/' /etc/nccl.conf").rc == 0
+    try:
+        assert _run(host).rc == 0
+        (event,) = [r["json"] for r in _by_kind(_new())["generic"]]
+        assert (event["status"], event["fault_type"], event["severity"]) == ("new", "nccl_env_drift", "warning")
+        assert event["detail"] == "NCCL_SOCKET_IFNAME=eth9, the profile sets eth0"
+    finally:
+        host.run("sed -i 's/^NCCL_SOCKET_IFNAME=eth9$/NCCL_SOCKET_IFNAME=eth0/' /etc/nccl.conf")
+    assert _run(host).rc == 0
+    (event,) = [r["json"] for r in _by_kind(_new())["generic"]]
+    assert (event["status"], event["fault_type"]) == ("recovered", "nccl_env_drift")
+
+
 def test_bad_configuration_fails_before_anything_is_written(host):
     bad = {"bad_webhooks": [{"name": "ops", "type": "teams", "url": "https://example.invalid/tok-teams-77aa01"}]}
     proc = _play("bad_config.yml", "-e", json.dumps(bad))
