@@ -80,7 +80,7 @@ def burnin_search_next(state):
 
 
 def burnin_search_record(state, runs):
-    """The round's runs ({test id: the leader's registered result}) -> the next state (burnin.search_figures)."""
+    """The round's runs ({test id: the leader's registered result}) -> the next state (judged by burnin.search_runs)."""
     expect("burnin_search_record", state, (Mapping,), "a burn-in search state")
     expect("burnin_search_record", runs, (Mapping,), "a mapping of test id to the group's registered run")
     try:

@@ -253,8 +253,3 @@ def split_figures(judged):
     """{test id: run record} -> what the planner takes: ({test id: busbw or None}, {test id: why none})."""
     return (dict((k, v["busbw"]) for k, v in judged.items()),
             dict((k, v["error"]) for k, v in judged.items() if v["error"]))
-
-
-def search_figures(runs, parse):
-    """search_runs() as the planner takes it (split_figures)."""
-    return split_figures(search_runs(runs, parse))

@@ -96,18 +96,18 @@ def test_run_record_refuses_what_is_not_a_run():
         burnin.run_record(5)
 
 
-def test_search_figures_judge_each_group_as_a_pair_is_judged(capture):
+def test_search_runs_judge_each_group_as_a_pair_is_judged(capture):
     runs = {0: {"rc": 0, "stdout": capture}, "1": capture, 2: {"rc": 1, "stdout": capture, "stderr": "killed\nsignal 9"},
             3: None, 4: {"rc": 0, "stdout": capture.replace("364.98", "nan", 1)}}
-    figures, errors = burnin.search_figures(runs, nccl_tests.parse)
+    figures, errors = burnin.split_figures(burnin.search_runs(runs, nccl_tests.parse))
     assert figures == {0: LARGEST_BUSBW, 1: LARGEST_BUSBW, 2: None, 3: None, 4: None}
     assert errors == {2: "exited 1: signal 9", 3: "not run: no run was recorded for it",
                       4: "busbw is nan or inf at 1 size(s): a failed measurement"}
 
 
-def test_search_figures_name_the_test_whose_run_is_not_a_run():
+def test_search_runs_name_the_test_whose_run_is_not_a_run():
     with pytest.raises(burnin.UnreadableRun, match="^test 7: a run must be the registered result"):
-        burnin.search_figures({7: ["not", "a", "run"]}, nccl_tests.parse)
+        burnin.search_runs({7: ["not", "a", "run"]}, nccl_tests.parse)
     assert issubclass(burnin.UnreadableRun, ValueError)
 
 

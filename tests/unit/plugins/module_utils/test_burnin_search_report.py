@@ -1,5 +1,5 @@
 """burnin_search.py's report (moved down from the burnin_search filter): a search over six hosts whose groups
-print the real 8x H200 all_reduce capture (40 % slower with n4 in the group), judged by burnin.search_figures."""
+print the real 8x H200 all_reduce capture (40 % slower with n4 in the group), judged by burnin.search_runs."""
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, nccl_tests
