@@ -119,8 +119,28 @@ def _split_columns(header):
     return columns
 
 
+# A CPU or NUMA list as nvidia-smi and the kernel print it: "0-31,64-95", "0,8,252-255", "3".
+_ID_LIST_RE = re.compile(r"^[0-9]{1,7}(?:-[0-9]{1,7})?(?:,[0-9]{1,7}(?:-[0-9]{1,7})?){0,255}$")
+
+
+def _affinity(cell):
+    """A CPU Affinity cell: the list as printed ('0-19,40-59'), None for N/A or text that is no list."""
+    return cell if _ID_LIST_RE.match(cell) else None
+
+
+def _numa_affinity(cell):
+    """A NUMA Affinity cell: the node as a number (0), the list as printed where it names several
+    ('0-1', '0,8'), like CPU Affinity; None for N/A."""
+    if not _ID_LIST_RE.match(cell):
+        return None
+    return int(cell) if cell.isdigit() else cell
+
+
 def parse_nvidia_topo(text):
     """`nvidia-smi topo -m` -> matrix, nics, gpu_nics, cpu_affinity, numa_affinity.
+
+    cpu_affinity is the list as printed ('0-19,40-59'); numa_affinity the node as a number, or the list
+    as printed where nvidia-smi names several ('0-1'); None where it prints N/A.
 
     Works with tab- or space-separated output, terminal escape codes in the header, with or
     without NICs and with or without a NIC legend (older drivers name NICs like mlx5_0 in the
@@ -151,9 +171,8 @@ def parse_nvidia_topo(text):
         matrix[name] = dict(zip(columns, cells))
         rest = tokens[1 + len(columns):]
         if name.startswith("GPU"):
-            cpu_affinity[name] = rest[0] if rest and rest[0] != "N/A" else None
-            numa = _number(rest[1]) if len(rest) > 1 else None
-            numa_affinity[name] = int(numa) if numa is not None else None
+            cpu_affinity[name] = _affinity(rest[0]) if rest else None
+            numa_affinity[name] = _numa_affinity(rest[1]) if len(rest) > 1 else None
     in_legend = False
     for line in lines:
         if line.strip().startswith("NIC Legend"):

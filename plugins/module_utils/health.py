@@ -48,9 +48,39 @@ XID_CATALOG = {
     148: ("warning", "NVLink NVLPW control error", "check NVLink health (nvidia-smi nvlink -e)"),
     149: ("critical", "NVLink NETIR error", "check the NVLink fabric and its peer; reset or reboot"),
     150: ("critical", "NVLink MSE error", "check the NVLink fabric; reset or reboot"),
+    # R570 and later: the driver says what the GPU needs now. Rated by the action its last line names
+    # (RECOVERY_ACTIONS below); this entry stands for a line whose action cannot be read.
+    154: ("critical", "GPU recovery action changed", RESET_GPU),
+    # Newer codes from NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html)
+    # whose immediate action is RESET_GPU.
+    155: ("critical", "NVLink software-defined error", RESET_GPU),
+    156: ("warning", "resource retirement event", "reset the GPU at the next drain so the retirement takes effect"),
+    158: ("critical", "GPU fatal timeout", RESET_GPU),
 }
 
-_XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): (\d+), ?(.*)")
+# Xid 154 names the action in NVML's numbering (nvmlDeviceGpuRecoveryAction_t); what an operator does
+# for each, after NVIDIA's "Error Recovery and Response Flags" (GPU memory error management guide).
+RECOVERY_ACTIONS = {
+    0: ("info", "none", "nothing: the driver needs no action any more and the GPU takes new work"),
+    1: ("critical", "GPU reset", "the GPU is unusable until reset: drain the node, stop the GPU's processes and "
+                                 "reset it (nvidia-smi -r -i <GPU>), or reboot"),
+    2: ("critical", "node reboot", "the fault may have left the OS inconsistent: drain the node and reboot it"),
+    3: ("critical", "drain P2P", "drain the node: stop the jobs using this GPU's peer-to-peer (NVLink) traffic; "
+                                 "the GPU takes new work once they are gone"),
+    4: ("critical", "drain P2P and reset", "drain the node, stop the GPU's processes, then reset the GPU "
+                                           "(nvidia-smi -r -i <GPU>) or reboot"),
+    5: ("critical", "IMEX domain recovery", "drain the node and recover its IMEX domain (restart nvidia-imex on "
+                                            "the domain's nodes), or reboot"),
+    6: ("critical", "PCIe bus reset", "drain the node and reset the GPU's PCIe bus, or reboot"),
+    7: ("critical", "system reboot", "drain the node and reboot it"),
+}
+
+# Both driver formats: "NVRM: Xid (PCI:0000:01:00): 79, ..." and, before ~R340, "NVRM: Xid (0000:01:00): 16, ...".
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f][0-9A-Fa-f:.]{3,31})\): ([0-9]{1,5}),? ?(.*)")
+# "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"; the names vary by driver
+# ("OS Reboot", "PF FLR"), the number does not.
+_RECOVERY = re.compile(r"recovery action changed from (0x[0-9A-Fa-f]{1,8})(?: \(([^()]{0,60})\))? "
+                       r"to (0x[0-9A-Fa-f]{1,8})(?: \(([^()]{0,60})\))?")
 _CAUSE = re.compile(r"caused by previous Xid (\d+)")
 _PROCESS = re.compile(r"pid=([^,]{1,32}), name=([^,]{1,256}),")
 # "The NVIDIA GPU 0000:b3:00.0 ... has fallen off the bus" over several NVRM lines (R570), or
@@ -71,8 +101,9 @@ def parse_xid_events(text):
     """Kernel log text (dmesg, dmesg -T, journalctl -k) -> Xid events, repeats folded.
 
     Each event: pci, xid, count, first, last (the lines), detail (first line's text),
-    processes, caused_by (for Xid 45). A GPU that fell off the bus without an Xid line counts
-    as Xid 79.
+    processes, caused_by (for Xid 45), and for Xid 154 recovery_action (code, name, from_code, from_name
+    of its last line: what the GPU needs now). Both driver formats are read, "Xid (PCI:0000:01:00)" and
+    the older "Xid (0000:01:00)". A GPU that fell off the bus without an Xid line counts as Xid 79.
     """
     text = _text.clean(text, "kernel log")
     events = {}
@@ -97,6 +128,11 @@ def parse_xid_events(text):
         cause = _CAUSE.search(match.group(3))
         if cause and int(cause.group(1)) not in event["caused_by"]:
             event["caused_by"].append(int(cause.group(1)))
+        action = _RECOVERY.search(match.group(3)) if key[1] == 154 else None
+        if action:  # the last line says what the GPU needs now
+            event["recovery_action"] = {"code": int(action.group(3), 16), "name": (action.group(4) or "").strip(),
+                                        "from_code": int(action.group(1), 16),
+                                        "from_name": (action.group(2) or "").strip()}
     for match in _FALLEN.finditer(text):
         key = (short_pci(match.group(1)), 79)
         if key in events:
@@ -116,9 +152,142 @@ def xid_findings(host, events, ignore=()):
         severity, meaning, fix = XID_CATALOG.get(event["xid"], ("warning", "Xid %d" % event["xid"],
                                                                 "look the code up in NVIDIA's Xid catalog"))
         detail = "Xid %d (%s) x%d: %s" % (event["xid"], meaning, event["count"], event["detail"])
+        action = event.get("recovery_action")
+        if action:
+            known = RECOVERY_ACTIONS.get(action["code"])
+            if known:
+                severity, fix = known[0], known[2]
+            detail = "Xid %d (%s) x%d: the GPU now needs: %s (0x%x)" % (
+                event["xid"], meaning, event["count"], action["name"] or (known[1] if known else "unknown action"),
+                action["code"])
+            if event["count"] > 1 or action["from_code"]:
+                detail += ", changed from %s (0x%x)" % (action["from_name"] or "?", action["from_code"])
         if event["caused_by"]:
             detail += " [caused by Xid %s]" % ", ".join(str(x) for x in event["caused_by"])
         found.append(finding("gpu_xid", severity, "%s/GPU %s" % (host, event["pci"]), detail, fix))
+    return found
+
+
+# --- NVSwitch, NVLink and NIC PCIe messages of the kernel log ---------------------------------------
+
+# "nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up"; an error's further
+# lines ("Severity 1 Engine instance ...", "Data {...}") carry the same SXid without a class.
+_SXID = re.compile(r"(nvidia-nvswitch[0-9]{0,3}): SXid \(PCI:([0-9A-Fa-f][0-9A-Fa-f:.]{3,31})\): ([0-9]{1,6}), ?(.*)")
+_SXID_CLASS = re.compile(r"^(Fatal|Non-fatal)\b", re.I)
+_LINK = re.compile(r"\bLink ([0-9]{1,4})\b")
+# NVLink links the driver could not bring up at load (GH100 and later print these, with no Xid):
+# "NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!" and
+# "NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL: Failed to update Rx Detect Link mask!".
+_NVLINK_TRAINING = re.compile(r"NVRM: (?:knvlinkUpdatePostRxDetectLinkMask_[A-Za-z0-9_]{1,40}: Failed to update Rx Detect "
+                              r"Link mask!|knvlinkDiscoverPostRxDetLinks_[A-Za-z0-9_]{1,40}: Getting peer([0-9]{1,3})(?:'s)? "
+                              r"postRxDetLinkMask failed!)")
+# The PCI core's __pcie_print_link_status as the NIC driver prints it at probe:
+# "mlx5_core 0000:b3:00.1: 63.008 Gb/s available PCIe bandwidth, limited by 8 GT/s x8 link at 0000:b2:00.0
+# (capable of 252.048 Gb/s with 16 GT/s x16 link)" (kernels from 5.x add "PCIe" and print "8.0 GT/s").
+_NIC_PCIE_LIMITED = re.compile(
+    r"\b(mlx5_core|mlx4_core) ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): ([0-9]{1,5}\.[0-9]{1,3}) Gb/s "
+    r"available PCIe bandwidth, limited by ([0-9]{1,3}(?:\.[0-9]{1,2})? GT/s)(?: PCIe)? x([0-9]{1,2}) link at "
+    r"([^ ()]{1,40}) \(capable of ([0-9]{1,5}\.[0-9]{1,3}) Gb/s with ([0-9]{1,3}(?:\.[0-9]{1,2})? GT/s)(?: PCIe)? "
+    r"x([0-9]{1,2}) link\)")
+
+
+def parse_fabric_events(text):
+    """Kernel log text -> {'sxid': [...], 'nvlink_training': [...], 'nic_pcie': [...]}, repeats folded.
+
+    sxid: switch (nvidia-nvswitchN), pci, sxid, fatal (True, False, or None when no line says), count (errors
+    reported, not their continuation lines), links, first, last, detail. nvlink_training: count, peers, first,
+    last. nic_pcie: pci, driver, available_gbps, capable_gbps, limited_by (speed, width), limiting_device,
+    capable (speed, width), count, first.
+    """
+    text = _text.clean(text, "kernel log")
+    sxids, order = {}, []
+    training = None
+    nics, nic_order = {}, []
+    for line in text.split("\n"):
+        match = _SXID.search(line)
+        if match:
+            key = (match.group(2).lower(), int(match.group(3)))
+            rest = match.group(4).strip()
+            if key not in sxids:
+                sxids[key] = {"switch": match.group(1), "pci": key[0], "sxid": key[1], "fatal": None, "count": 0,
+                              "links": [], "first": line.strip(), "last": None, "detail": rest}
+                order.append(key)
+            event = sxids[key]
+            event["last"] = line.strip()
+            klass = _SXID_CLASS.match(rest)
+            if klass:
+                event["count"] += 1
+                fatal = klass.group(1).lower() == "fatal"
+                if event["fatal"] is None:
+                    event["detail"] = rest  # the first line that says what happened
+                event["fatal"] = bool(event["fatal"]) or fatal
+            link = _LINK.search(rest)
+            if link and int(link.group(1)) not in event["links"]:
+                event["links"].append(int(link.group(1)))
+            continue
+        match = _NVLINK_TRAINING.search(line)
+        if match:
+            if training is None:
+                training = {"count": 0, "peers": [], "first": line.strip(), "last": None}
+            training["count"] += 1
+            training["last"] = line.strip()
+            if match.group(1) is not None and int(match.group(1)) not in training["peers"]:
+                training["peers"].append(int(match.group(1)))
+            continue
+        match = _NIC_PCIE_LIMITED.search(line)
+        if match:
+            pci = match.group(2).lower()
+            if pci not in nics:
+                nics[pci] = {"pci": pci, "driver": match.group(1), "available_gbps": float(match.group(3)),
+                             "limited_by": {"speed": match.group(4), "width": int(match.group(5))},
+                             "limiting_device": match.group(6),
+                             "capable_gbps": float(match.group(7)),
+                             "capable": {"speed": match.group(8), "width": int(match.group(9))},
+                             "count": 0, "first": line.strip()}
+                nic_order.append(pci)
+            nics[pci]["count"] += 1
+    for event in sxids.values():
+        event["count"] = event["count"] or 1  # only continuation lines survived (a cut log): still one error
+    return {"sxid": [sxids[key] for key in order], "nvlink_training": [training] if training else [],
+            "nic_pcie": [nics[pci] for pci in nic_order]}
+
+
+SXID_FIXES = {
+    True: "a fatal NVSwitch error (NVIDIA Fabric Manager user guide, 'Fatal NVSwitch SXid errors'): drain the node and "
+          "reboot it to reset the GPUs and NVSwitches; if it returns on the same links, have the NVLink/NVSwitch "
+          "hardware checked",
+    False: "a non-fatal NVSwitch error: the fabric keeps working; watch it (nvidia-smi nvlink -e, the Fabric Manager "
+           "log) and drain and reboot the node if it repeats",
+}
+
+
+def fabric_findings(host, events):
+    """Findings of parse_fabric_events' result: nvswitch_sxid, nvlink_training, nic_pcie_bandwidth."""
+    found = []
+    for event in events.get("sxid") or []:
+        fatal = event["fatal"]
+        links = (", link%s %s" % ("s" if len(event["links"]) > 1 else "", ", ".join(str(x) for x in event["links"]))
+                 if event["links"] else "")
+        detail = "SXid %d (%s) x%d on %s%s: %s" % (
+            event["sxid"], {True: "fatal", False: "non-fatal"}.get(fatal, "class not printed"), event["count"],
+            event["switch"], links, event["detail"])
+        found.append(finding("nvswitch_sxid", "critical" if fatal else "warning", "%s/NVSwitch %s" % (host, event["pci"]),
+                             detail, SXID_FIXES[bool(fatal)]))
+    for event in events.get("nvlink_training") or []:
+        peers = " (peer %s)" % ", ".join(str(p) for p in event["peers"]) if event["peers"] else ""
+        found.append(finding(
+            "nvlink_training", "critical", host,
+            "NVLink links failed to come up at driver load%s, x%d, no Xid: %s" % (peers, event["count"], event["first"]),
+            "some NVLinks are down, so GPU-to-GPU traffic is slow or hangs: drain the node, check `nvidia-smi nvlink -s` "
+            "and the Fabric Manager log, reboot; if it returns, have the GPU baseboard or NVSwitch checked"))
+    for nic in events.get("nic_pcie") or []:
+        found.append(finding(
+            "nic_pcie_bandwidth", "warning", "%s/NIC %s" % (host, nic["pci"]),
+            "%s %s gets %g of %g Gb/s PCIe bandwidth: limited by a %s x%d link at %s (capable of %s x%d)" % (
+                nic["driver"], nic["pci"], nic["available_gbps"], nic["capable_gbps"], nic["limited_by"]["speed"],
+                nic["limited_by"]["width"], nic["limiting_device"], nic["capable"]["speed"], nic["capable"]["width"]),
+            "a slower or narrower PCIe link caps RDMA bandwidth: reseat the NIC or riser, check the slot, its BIOS "
+            "bifurcation and PCIe generation (the link at %s is the bottleneck)" % nic["limiting_device"]))
     return found
 
 

@@ -199,6 +199,11 @@ def _summarize(result):
     return result
 
 
+# Rows but no "# Avg bus bandwidth" line: the log was cut, or read while the run was still going.
+TRUNCATED = ("the output ends before nccl-tests' summary (no '# Avg bus bandwidth' line): it was cut off, "
+             "or the run was still going")
+
+
 def empty_result(error):
     """The result of a run that printed no nccl-tests output at all, with the reason as its error."""
     return {"format": "text", "collective": None, "nccl_tests_version": None, "nccl_version": None, "ranks": [],
@@ -218,7 +223,8 @@ def parse_text(text):
     A run passes on its rows, #wrong, the out-of-bounds check and nccl-tests' own failure lines;
     NCCL warnings and MPI help or abort notices are kept in ``warnings`` and decide nothing by
     themselves. A run that ended before its table gives ``rows: []``, ``passed: false``, the ranks
-    it listed and the lines that say why, not an exception.
+    it listed and the lines that say why, not an exception; one whose rows stop before the summary
+    (cut, or still running) keeps its rows and says so in ``errors``.
     """
     result = {"format": "text", "collective": None, "nccl_tests_version": None, "nccl_version": None,
               "ranks": [], "rows": [], "avg_busbw": None, "peak_busbw": None, "out_of_bounds": None,
@@ -297,6 +303,8 @@ def parse_text(text):
     if not result["rows"] and not result["errors"]:
         result["errors"].append("the run ended before its result table" if not result["table"]
                                 else "the run printed its table header but no result row")
+    elif result["rows"] and not result["errors"] and not result["completed"] and result["avg_busbw"] is None:
+        result["errors"].append(TRUNCATED)
     result["ranks"] = [ranks[r] for r in sorted(ranks)]
     return _summarize(result)
 
@@ -433,5 +441,12 @@ def check_thresholds(result, min_busbw=None, min_busbw_by_size=None, max_wrong=0
     if require_oob_ok and oob is not None and not oob.get("ok"):
         failures.append("out-of-bounds check failed: %d values" % oob.get("count", 0))
     if not result.get("completed"):
-        failures.append("the run did not finish (%d sizes measured, last %d B)" % (len(rows), rows[-1]["size"]))
+        printed = [e for e in result.get("errors") or [] if e != TRUNCATED]
+        if printed:  # nccl-tests said why it stopped
+            why = "the run stopped: %s" % "; ".join(printed)[:300]
+        elif result.get("avg_busbw") is None:
+            why = TRUNCATED
+        else:
+            why = "the run did not finish"
+        failures.append("%s (%d sizes measured, last %d B)" % (why, len(rows), rows[-1]["size"]))
     return failures

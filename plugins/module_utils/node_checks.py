@@ -131,6 +131,9 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     log_text, log_source = _kernel_log(opts, runner)
     events = health.parse_xid_events(log_text) if log_text else []
     found += health.xid_findings(host, events, set(opts["xid_ignore"]))
+    # NVSwitch SXids, NVLinks that did not come up and NICs on a slow PCIe link: the same log, no Xid.
+    fabric = health.parse_fabric_events(log_text) if log_text else {"sxid": [], "nvlink_training": [], "nic_pcie": []}
+    found += health.fabric_findings(host, fabric)
     if log_text is None:
         found.append(finding("kernel_log", "warning", host, "the kernel log could not be read: %s" % log_source,
                              "run as root, or give kernel_log; until it can be read, Xid errors go unseen and a node "
@@ -181,5 +184,6 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
             "complete": not unreadable, "unreadable": unreadable,
             "observed": {"host": host, "gpu_count": gpu_count, "gpu_error": smi_problem[1] if smi_problem else None,
                          "rdma_devices": [d["name"] for d in devices], "netdev_mtus": mtus,
-                         "peermem": peermem, "xid_events": events, "kernel_log_source": log_source,
+                         "peermem": peermem, "xid_events": events, "fabric_events": fabric,
+                         "kernel_log_source": log_source,
                          "port_counters": after, "counters_at": now, "history": history}}

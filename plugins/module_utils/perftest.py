@@ -111,10 +111,19 @@ def parse(text):
     return result
 
 
+# Bytes a second in one unit perftest prints. Its "MB/sec" was always 2^20 bytes (print_report_bw divides
+# by 0x100000 since 2013; the label became "MiB/sec" in 2024, linux-rdma/perftest PR 257, the number did
+# not change); only --report_gbits prints decimal units (10^9 bits). The MsgRate column agrees: bytes x
+# Mpps = the average in 2^20-byte units.
+_BYTES_PER_SECOND = {"MiB/sec": 1048576.0, "MB/sec": 1048576.0}
+
+
 def bw_gbps(row):
-    """A bandwidth row's average in Gb/s whatever unit perftest printed (MB/sec is 10^6 bytes/s)."""
+    """A bandwidth row's average in Gb/s (10^9 bits a second) whatever unit perftest printed."""
     value = row["bw_average"]
-    return value if row["unit"] == "Gb/sec" else value * 8 / 1000.0
+    if row["unit"] == "Gb/sec":
+        return value
+    return value * _BYTES_PER_SECOND.get(row["unit"], 1048576.0) * 8 / 1e9
 
 
 def check_thresholds(result, min_bw_gbps=None, max_lat_us=None):

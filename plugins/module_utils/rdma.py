@@ -119,7 +119,12 @@ def gid_type(raw_type, link_layer):
         if text.lower() == "roce v2":
             return "RoCE v2"
         if text.lower() in ("ib/roce v1", "roce v1", "ib"):
-            return "IB" if link_layer == "InfiniBand" else "RoCE v1"
+            if link_layer == "InfiniBand":
+                return "IB"
+            if link_layer is not None:
+                return "RoCE v1"
+            # link layer unknown: the kernel's 'IB/RoCE v1' names both, so it tells nothing
+            return {"roce v1": "RoCE v1", "ib": "IB"}.get(text.lower())
     if link_layer == "InfiniBand":
         return "IB"
     return None
@@ -289,8 +294,10 @@ def _mtu_bytes(text):
     return int(match.group(1)) if match else None
 
 
-def _finish_port(port, link_layer_default):
-    link_layer = port.pop("_link_layer", None) or link_layer_default
+def _finish_port(port):
+    # No link_layer line (a block cut by `head`, a partial paste): unknown, never a guess - a RoCE port
+    # taken for InfiniBand gets the wrong GID type and transport.
+    link_layer = port.pop("_link_layer", None) or None
     port["link_layer"] = link_layer
     for gid in port["gids"]:
         gid["type"] = gid_type(gid.pop("_type", None), link_layer)
@@ -301,9 +308,10 @@ def _finish_port(port, link_layer_default):
 def parse_ibv_devinfo(text):
     """`ibv_devinfo` or `ibv_devinfo -v` output -> list of devices with ports (and GIDs with -v).
 
-    Keys follow rdma_devices where the tool prints them; values it does not print are None.
-    Old rdma-core versions print no link_layer (then InfiniBand is assumed, as verbs does) and
-    no GID type; newer ones print 'RoCE v2' GIDs in inet_ntop form.
+    Keys follow rdma_devices where the tool prints them; values it does not print are None: a port
+    block without its link_layer line (cut by `head`, or pasted in part) has link_layer None and the
+    device's transport is 'unknown' unless the driver or vendor tells. Old rdma-core versions print no
+    GID type; newer ones print 'RoCE v2' GIDs in inet_ntop form.
     """
     devices = []
     device = None
@@ -361,7 +369,7 @@ def _shape_verbs_device(device):
             "max_mtu": _mtu_bytes(pattrs.get("max_mtu")),
             "netdev": None,
         })
-        ports.append(_finish_port(port, "InfiniBand"))
+        ports.append(_finish_port(port))
     transport_text = attrs.get("transport")
     vendor_id = attrs.get("vendor_id")
     return {

@@ -65,3 +65,25 @@ def test_bad_input_names_the_value(node):
     result = _run(node, counter_interval=-5)
     assert result["failed"] is True
     assert result["msg"] == "counter_interval must not be negative, got -5"
+
+
+def test_fabric_messages_of_the_kernel_log(node, tmp_path):
+    # A GPU off the bus with fatal NVSwitch SXids (HGX), NVLinks that did not come up (GH100), and a NIC on a
+    # limited PCIe link: one kernel log, read by the module.
+    log = tmp_path / "kern.log"
+    log.write_text("".join(open(fixture_path("kernel_log", name)).read() for name in (
+        "dmesg_xid_79_sxid_20034_gpud.txt", "dmesg_nvlink_post_rx_detect_gh100_gpud1272.txt",
+        "dmesg_mlx5_pcie_limited_l2fwdnv6.txt")))
+    result = _run(node, expected_gpu_count=8, expected_rdma_devices=1, expected_mtu=1500, kernel_log=str(log))
+    host = result["observed"]["host"]
+    found = [(f["severity"], f["check"], f["target"]) for f in result["findings"]]
+    assert found == [("critical", "gpu_xid", host + "/GPU 0000:91:00"),
+                     ("critical", "nvlink_training", host),
+                     ("critical", "nvswitch_sxid", host + "/NVSwitch 0000:05:00.0"),
+                     ("critical", "nvswitch_sxid", host + "/NVSwitch 0000:06:00.0"),
+                     ("critical", "nvswitch_sxid", host + "/NVSwitch 0000:07:00.0"),
+                     ("warning", "nic_pcie_bandwidth", host + "/NIC 0000:b3:00.1")]
+    assert result["healthy"] is False and result["counts"]["critical"] == 5
+    fabric = result["observed"]["fabric_events"]
+    assert [e["sxid"] for e in fabric["sxid"]] == [20034, 20034, 20034]
+    assert fabric["nic_pcie"][0]["limited_by"] == {"speed": "8 GT/s", "width": 8}

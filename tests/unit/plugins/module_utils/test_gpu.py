@@ -106,6 +106,41 @@ def test_topo_old_driver_names_nic_in_header(read_fixture):
     assert gpu.has_nvlink(topo) is False
 
 
+def test_topo_power9_with_nics_in_header_and_numa_node_8(read_fixture):
+    # IBM AC922 (POWER9): NUMA nodes 0 and 8, NICs named in the header, NIC rows without affinity columns.
+    topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_ac922_power9_mlx5_milanpro.txt"))
+    assert topo["cpu_affinity"] == {"GPU0": "0-63", "GPU1": "0-63", "GPU2": "64-127", "GPU3": "64-127"}
+    assert topo["numa_affinity"] == {"GPU0": 0, "GPU1": 0, "GPU2": 8, "GPU3": 8}
+    assert topo["gpu_nics"]["GPU0"] == ["mlx5_0", "mlx5_1"]
+    assert topo["gpu_nics"]["GPU3"] == ["mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5"]
+
+
+def test_topo_cpu_affinity_list_is_kept_whole(read_fixture):
+    topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_delos_4gpu_milanpro.txt"))
+    assert topo["cpu_affinity"] == {"GPU0": "0-19,40-59", "GPU1": "0-19,40-59", "GPU2": "20-39,60-79",
+                                    "GPU3": "20-39,60-79"}
+    assert topo["numa_affinity"] == {"GPU0": 0, "GPU1": 0, "GPU2": 1, "GPU3": 1}
+
+
+def test_topo_numa_affinity_list_is_kept_as_printed(read_fixture):
+    # A GPU close to several NUMA nodes: nvidia-smi lists them; the first number alone (0) was wrong.
+    topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_numa_list_constructed.txt"))
+    assert topo["numa_affinity"] == {"GPU0": "0-1", "GPU1": "0-1", "GPU2": 1, "GPU3": "0,8"}
+    assert topo["cpu_affinity"]["GPU3"] == "0-19,40-127"
+
+
+@pytest.mark.parametrize("cpu, numa, expected", [
+    ("0,8,252-255", "0,8,252-255", ("0,8,252-255", "0,8,252-255")),
+    ("N/A", "N/A", (None, None)),
+    ("0-3", "12", ("0-3", 12)),
+    ("0-3,", "1-", (None, None)),
+])
+def test_topo_affinity_cells(cpu, numa, expected):
+    text = "\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \t%s\t%s\t\tN/A\n" % (cpu, numa)
+    topo = gpu.parse_nvidia_topo(text)
+    assert (topo["cpu_affinity"]["GPU0"], topo["numa_affinity"]["GPU0"]) == expected
+
+
 def test_topo_without_matrix_is_a_clear_error():
     with pytest.raises(gpu.GpuParseError, match="GPU0"):
         gpu.parse_nvidia_topo("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")

@@ -38,6 +38,112 @@ def test_application_xids_and_ignore_list(read_fixture):
     assert health.xid_findings("n", events, ignore=(13, 109)) == []
 
 
+def test_xid_lines_of_old_drivers_without_pci_prefix(read_fixture):
+    # "NVRM: Xid (0000:01:00): 16, ..." - driver 304.64, before the "PCI:" prefix
+    events = health.parse_xid_events(read_fixture("kernel_log", "kern_log_xid_16_8_old_format_bumblebee329.txt"))
+    assert [(e["pci"], e["xid"], e["count"]) for e in events] == [("0000:01:00", 16, 8), ("0000:01:00", 8, 1)]
+    assert events[0]["detail"] == "Head 00000000 Count 00000000"
+    assert [(f["severity"], f["target"]) for f in health.xid_findings("laptop", events)] == [
+        ("warning", "laptop/GPU 0000:01:00"), ("warning", "laptop/GPU 0000:01:00")]
+
+
+def test_xid_154_names_what_the_gpu_needs_now(read_fixture):
+    # GB200 node: NVLink Xid 149, then the driver's recovery action per GPU (Xid 154)
+    events = health.parse_xid_events(read_fixture("kernel_log", "dmesg_xid_149_154_gb200_gpud1061.txt"))
+    assert [(e["pci"], e["xid"], e["count"]) for e in events] == [
+        ("0009:01:00", 149, 3), ("0009:01:00", 154, 1), ("0008:01:00", 149, 2), ("0019:01:00", 154, 1),
+        ("0018:01:00", 154, 1), ("0008:01:00", 154, 1)]
+    assert events[1]["recovery_action"] == {"code": 4, "name": "Drain and Reset", "from_code": 0, "from_name": "None"}
+    assert events[3]["recovery_action"]["code"] == 1
+    found = dict(((f["target"], f["detail"].split(" ")[1]), f) for f in health.xid_findings("gb200", events))
+    drain = found[("gb200/GPU 0009:01:00", "154")]
+    assert drain["severity"] == "critical"
+    assert drain["detail"] == "Xid 154 (GPU recovery action changed) x1: the GPU now needs: Drain and Reset (0x4)"
+    assert "reset the GPU" in drain["fix_hint"] and drain["fix_hint"].startswith("drain the node")
+    reset = found[("gb200/GPU 0008:01:00", "154")]
+    assert reset["severity"] == "critical"
+    assert reset["detail"] == ("Xid 154 (GPU recovery action changed) x1: the GPU now needs: GPU Reset Required (0x1), "
+                               "changed from Drain and Reset (0x4)")
+    assert reset["fix_hint"].startswith("the GPU is unusable until reset")
+    assert found[("gb200/GPU 0009:01:00", "149")]["severity"] == "critical"
+
+
+@pytest.mark.parametrize("line, severity, fix", [
+    ("NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
+     "critical", "reboot it"),
+    ("NVRM: Xid (PCI:0000:0d:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (PF FLR)",
+     "critical", "reset it"),
+    ("NVRM: Xid (PCI:0000:0d:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)",
+     "info", "nothing"),
+    ("NVRM: Xid (PCI:0000:0d:00): 154, GPU recovery action changed", "critical", "reset the GPU"),
+])
+def test_xid_154_is_rated_by_its_action(line, severity, fix):
+    (found,) = health.xid_findings("n", health.parse_xid_events(line))
+    assert found["severity"] == severity and fix in found["fix_hint"]
+
+
+def test_fatal_sxids_next_to_a_gpu_off_the_bus(read_fixture):
+    text = read_fixture("kernel_log", "dmesg_xid_79_sxid_20034_gpud.txt")
+    assert [(e["pci"], e["xid"]) for e in health.parse_xid_events(text)] == [("0000:91:00", 79)]
+    events = health.parse_fabric_events(text)
+    assert [(e["switch"], e["pci"], e["sxid"], e["fatal"], e["count"], e["links"]) for e in events["sxid"]] == [
+        ("nvidia-nvswitch1", "0000:06:00.0", 20034, True, 1, [48]),
+        ("nvidia-nvswitch0", "0000:05:00.0", 20034, True, 2, [63, 62]),
+        ("nvidia-nvswitch2", "0000:07:00.0", 20034, True, 1, [37])]
+    assert events["nvlink_training"] == [] and events["nic_pcie"] == []
+    found = health.fabric_findings("hgx", events)
+    assert [(f["check"], f["severity"], f["target"]) for f in found] == [
+        ("nvswitch_sxid", "critical", "hgx/NVSwitch 0000:06:00.0"),
+        ("nvswitch_sxid", "critical", "hgx/NVSwitch 0000:05:00.0"),
+        ("nvswitch_sxid", "critical", "hgx/NVSwitch 0000:07:00.0")]
+    assert found[1]["detail"] == "SXid 20034 (fatal) x2 on nvidia-nvswitch0, links 63, 62: Fatal, Link 63 LTSSM Fault Up"
+    assert found[2]["detail"] == "SXid 20034 (fatal) x1 on nvidia-nvswitch2, link 37: Fatal, Link 37 LTSSM Fault Up"
+    assert "reboot it to reset the GPUs and NVSwitches" in found[0]["fix_hint"]
+
+
+def test_non_fatal_sxid_is_a_warning():
+    line = "[111.111] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)"
+    (found,) = health.fabric_findings("n", health.parse_fabric_events(line))
+    assert (found["severity"], found["detail"]) == (
+        "warning", "SXid 12028 (non-fatal) x1 on nvidia-nvswitch3, link 32: Non-fatal, Link 32 egress non-posted PRIV "
+                   "error (First)")
+
+
+def test_nvlink_links_that_did_not_come_up(read_fixture):
+    events = health.parse_fabric_events(read_fixture("kernel_log", "dmesg_nvlink_post_rx_detect_gh100_gpud1272.txt"))
+    (training,) = events["nvlink_training"]
+    assert (training["count"], training["peers"]) == (6, [0])
+    (found,) = health.fabric_findings("h100", events)
+    assert (found["check"], found["severity"], found["target"]) == ("nvlink_training", "critical", "h100")
+    assert found["detail"].startswith("NVLink links failed to come up at driver load (peer 0), x6, no Xid: "
+                                      "[6619715.535712] NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL")
+
+
+def test_nic_on_a_limited_pcie_link(read_fixture):
+    events = health.parse_fabric_events(read_fixture("kernel_log", "dmesg_mlx5_pcie_limited_l2fwdnv6.txt"))
+    (nic,) = events["nic_pcie"]
+    assert (nic["pci"], nic["available_gbps"], nic["capable_gbps"], nic["limiting_device"]) == (
+        "0000:b3:00.1", 63.008, 252.048, "0000:b2:00.0")
+    assert (nic["limited_by"], nic["capable"]) == ({"speed": "8 GT/s", "width": 8}, {"speed": "16 GT/s", "width": 16})
+    (found,) = health.fabric_findings("dpdk", events)
+    assert (found["check"], found["severity"], found["target"]) == ("nic_pcie_bandwidth", "warning", "dpdk/NIC 0000:b3:00.1")
+    assert found["detail"] == ("mlx5_core 0000:b3:00.1 gets 63.008 of 252.048 Gb/s PCIe bandwidth: limited by a 8 GT/s "
+                               "x8 link at 0000:b2:00.0 (capable of 16 GT/s x16)")
+
+
+def test_nic_at_full_pcie_bandwidth_is_no_finding(read_fixture):
+    # "63.008 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x8 link)": the card's own maximum, nothing limits it
+    events = health.parse_fabric_events(read_fixture("kernel_log", "pstore_dmesg_mlx5_pcie_full_gpud.txt"))
+    assert events == {"sxid": [], "nvlink_training": [], "nic_pcie": []}
+
+
+def test_newer_kernel_wording_of_a_limited_link():
+    line = ("mlx5_core 0000:3b:00.0: 126.024 Gb/s available PCIe bandwidth, limited by 16.0 GT/s PCIe x8 link at "
+            "0000:3a:00.0 (capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)")
+    (nic,) = health.parse_fabric_events(line)["nic_pcie"]
+    assert (nic["limited_by"], nic["capable"]) == ({"speed": "16.0 GT/s", "width": 8}, {"speed": "16.0 GT/s", "width": 16})
+
+
 def test_healthy_h200_memory(read_fixture):
     gpus = health.parse_gpu_memory_health(read_fixture("nvidia_smi", "q_h200x8.xml"))
     assert len(gpus) == 8 and gpus[0]["remap_pending"] is False and gpus[0]["remapped_uncorrectable"] == 0

@@ -30,6 +30,11 @@ PARSERS = {
     "gpu.nvcc_gencode": ("gpu.nvcc_gencode(t)", "9.0\n"),
     "gpu.parse_peermem": ("gpu.parse_peermem(t)", "nvidia_peermem 16384 0 - Live 0x0\n"),
     "health.parse_xid_events": ("health.parse_xid_events(t)", "NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"),
+    "health.parse_fabric_events": ("health.parse_fabric_events(t)",
+                                   "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 63 LTSSM Fault Up\n"
+                                   "NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!\n"
+                                   "mlx5_core 0000:b3:00.1: 63.008 Gb/s available PCIe bandwidth, limited by 8 GT/s x8 "
+                                   "link at 0000:b2:00.0 (capable of 252.048 Gb/s with 16 GT/s x16 link)\n"),
     "health.parse_nccl_conf": ("health.parse_nccl_conf(t)", "NCCL_DEBUG=WARN\n"),
     "nccl_tests.parse": ("nccl_tests.parse(t)", "# nThread 1 nGpus 1\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x1] GPU\n"
                          "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
@@ -57,6 +62,9 @@ PARSERS = {
 
 SHAPES = {
     "spaces": "a" + " " * N + "b",
+    "sxid_prefix": "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 1, " * (N // 48),
+    "pcie_prefix": "mlx5_core 0000:b3:00.1: 63.008 Gb/s available PCIe bandwidth, limited by 8 GT/s x8 link at " + "a" * N,
+    "recovery": "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (" + " " * N,
     "key_spaces": "  state:" + " " * N + "x",
     "value_spaces": "\t\t\tnode_guid: a" + " " * N + "b",
     "gid_spaces": "\t\t\tGID[  1]:\t\tfe80::2" + " " * N + ", RoCE v2 x",

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, validation
 
 
 def parse(read_fixture, name):
@@ -73,11 +73,28 @@ def test_other_layouts(read_fixture, name, collective, redop, root):
 
 
 def test_aborted_run_keeps_rows_and_fails(read_fixture):
+    # killed 6 s in: four rows, then nothing - no "# Avg bus bandwidth" summary
     r = parse(read_fixture, "aborted_h200x2.txt")
     assert [row["size"] for row in r["rows"]] == [67108864, 134217728, 268435456, 536870912]
     assert r["completed"] is False and r["avg_busbw"] is None and r["passed"] is False
+    assert r["errors"] == ["the output ends before nccl-tests' summary (no '# Avg bus bandwidth' line): "
+                           "it was cut off, or the run was still going"]
     failures = nccl_tests.check_thresholds(r, min_busbw=200)
-    assert failures == ["the run did not finish (4 sizes measured, last 536870912 B)"]
+    assert failures == ["the output ends before nccl-tests' summary (no '# Avg bus bandwidth' line): it was cut "
+                        "off, or the run was still going (4 sizes measured, last 536870912 B)"]
+
+
+def test_log_cut_before_the_summary_is_judged_with_a_reason(read_fixture):
+    text = read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")
+    cut = text[:text.index("# Out of bounds values")]
+    (judged,) = validation.judge([{"label": "h200x8", "output": cut, "rc": None}], min_busbw=300)
+    assert judged["passed"] is False
+    assert judged["failures"] == ["the output ends before nccl-tests' summary (no '# Avg bus bandwidth' line): it "
+                                  "was cut off, or the run was still going (%d sizes measured, last 4294967296 B)"
+                                  % len(judged["result"]["rows"])]
+    # the whole log has its summary and passes
+    (whole,) = validation.judge([{"label": "h200x8", "output": text, "rc": 0}], min_busbw=300)
+    assert whole["passed"] is True and whole["result"]["errors"] == []
 
 
 def test_old_layout_without_root_and_with_error_column():
@@ -110,6 +127,9 @@ def test_failure_lines_fail_the_run():
             "node3: Test NCCL failure common.cu:1005 'unhandled system error'\n")
     r = nccl_tests.parse(text)
     assert r["errors"] == ["node3: Test NCCL failure common.cu:1005 'unhandled system error'"] and not r["passed"]
+    # the judge says why it stopped, not that the log was cut
+    assert nccl_tests.check_thresholds(r) == [
+        "the run stopped: node3: Test NCCL failure common.cu:1005 'unhandled system error' (1 sizes measured, last 8 B)"]
 
 
 def test_not_nccl_tests_output():

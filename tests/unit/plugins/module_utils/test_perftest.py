@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import perftest
+from ansible_collections.gpufabric.rdma.plugins.module_utils import perftest, validation
 
 
 def test_write_bw_gbits_post_list(read_fixture):
@@ -16,8 +16,34 @@ def test_send_bw_mbsec_rows_only(read_fixture):
     r = perftest.parse(read_fixture("perftest", "send_bw_mbsec_perftest-65.txt"))
     (row,) = r["rows"]
     assert (row["bytes"], row["bw_average"], row["unit"]) == (1024, 5544.28, "MB/sec")
-    assert perftest.bw_gbps(row) == pytest.approx(44.354, abs=0.001)
+    # perftest's "MB" is 2^20 bytes: the row's own MsgRate says so (5.677340 Mpps x 1024 B x 8 = 46.51 Gb/s);
+    # reading it as 10^6 bytes gave 44.35 Gb/s, 4.6 % low.
+    assert perftest.bw_gbps(row) == pytest.approx(46.509, abs=0.001)
+    assert perftest.bw_gbps(row) == pytest.approx(row["msg_rate_mpps"] * 1e6 * row["bytes"] * 8 / 1e9, rel=1e-5)
     assert r["device"] is None
+
+
+def test_write_bw_mibsec_header_of_newer_perftest(read_fixture):
+    r = perftest.parse(read_fixture("perftest", "write_bw_mibsec_400g_constructed.txt"))
+    (row,) = r["rows"]
+    assert (r["test"], r["unit"], row["bytes"], row["bw_average"]) == ("RDMA_Write BW Test", "MiB/sec", 65536, 46620.15)
+    assert perftest.bw_gbps(row) == pytest.approx(391.08, abs=0.01)
+    assert perftest.bw_gbps(row) == pytest.approx(row["msg_rate_mpps"] * 1e6 * row["bytes"] * 8 / 1e9, rel=1e-5)
+    # a 400 Gb/s link at 391 Gb/s passes a 380 Gb/s floor (read as decimal MB it was 372.96 Gb/s and failed)
+    assert perftest.check_thresholds(r, min_bw_gbps=380) == []
+    assert perftest.check_thresholds(r, min_bw_gbps=395) == [
+        "RDMA_Write BW Test, 65536 B: average 391.08 Gb/s, expected at least 395 Gb/s"]
+
+
+def test_gbits_rows_are_taken_as_printed(read_fixture):
+    (row,) = perftest.parse(read_fixture("perftest", "write_bw_gbits_perftest-273.txt"))["rows"]
+    assert perftest.bw_gbps(row) == 0.48
+
+
+def test_perftest_judge_passes_a_healthy_mibsec_link(read_fixture):
+    output = read_fixture("perftest", "write_bw_mibsec_400g_constructed.txt")
+    (judged,) = validation.judge_perftest([{"test": "ib_write_bw", "output": output, "client_rc": 0}], min_bw_gbps=380)
+    assert judged["passed"] is True and judged["failures"] == []
 
 
 def test_latency_with_cpu_frequency_noise(read_fixture):
@@ -33,8 +59,9 @@ def test_latency_with_cpu_frequency_noise(read_fixture):
 def test_thresholds(read_fixture):
     bw = perftest.parse(read_fixture("perftest", "send_bw_mbsec_perftest-65.txt"))
     assert perftest.check_thresholds(bw, min_bw_gbps=40) == []
+    assert perftest.check_thresholds(bw, min_bw_gbps=46) == []
     assert perftest.check_thresholds(bw, min_bw_gbps=90) == [
-        "bandwidth test, 1024 B: average 44.35 Gb/s, expected at least 90 Gb/s"]
+        "bandwidth test, 1024 B: average 46.51 Gb/s, expected at least 90 Gb/s"]
     lat = perftest.parse(read_fixture("perftest", "write_lat_constructed.txt"))
     assert perftest.check_thresholds(lat, max_lat_us=1.5) == [
         "RDMA_Write Latency Test, 4 B: typical latency 1.80 us, expected at most 1.5 us"]

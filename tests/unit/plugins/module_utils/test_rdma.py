@@ -62,8 +62,32 @@ def test_old_rxe_output_without_link_layer(read_fixture):
     assert device["name"] == "rxe0"
     port = device["ports"][0]
     assert port["state"] == "ACTIVE" and port["active_mtu"] == 1024 and port["max_mtu"] == 4096
-    # this rdma-core printed no link_layer: verbs then means InfiniBand
-    assert port["link_layer"] == "InfiniBand"
+    # The paste has no link_layer line (the issue found Ethernet in sysfs: rxe is soft-RoCE). Unknown, not
+    # InfiniBand, and so is the transport.
+    assert port["link_layer"] is None
+    assert device["transport"] == "unknown"
+    assert rdma.summarize([device])["link_layers"] == []
+
+
+def test_port_block_cut_by_head_leaves_link_layer_unknown(read_fixture):
+    # `ibv_devinfo | head -17` of an Azure ConnectX-4 Lx VF: the block ends before "link_layer: Ethernet".
+    cut = read_fixture("ibv_devinfo", "rdma_vf_head17_azhpc44_constructed.txt")
+    (device,) = rdma.parse_ibv_devinfo(cut)
+    port = device["ports"][0]
+    assert (port["state"], port["active_mtu"], port["link_layer"]) == ("ACTIVE", 1024, None)
+    assert device["transport"] == "unknown"
+    summary = rdma.summarize([device])
+    assert (summary["active_ports"], summary["transports"], summary["link_layers"]) == (1, ["unknown"], [])
+    # the next line of the same capture settles it
+    (whole,) = rdma.parse_ibv_devinfo(cut + "                        link_layer:             Ethernet\n")
+    assert (whole["ports"][0]["link_layer"], whole["transport"]) == ("Ethernet", "RoCE")
+
+
+def test_unknown_link_layer_does_not_name_the_gid_type():
+    assert rdma.gid_type("IB/RoCE v1", None) is None
+    assert rdma.gid_type("IB/RoCE v1", "Ethernet") == "RoCE v1"
+    assert rdma.gid_type("IB/RoCE v1", "InfiniBand") == "IB"
+    assert rdma.gid_type("RoCE v2", None) == "RoCE v2"
 
 
 def test_verbose_roce_gid_lines_in_both_formats():

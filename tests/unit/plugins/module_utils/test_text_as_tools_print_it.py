@@ -57,6 +57,7 @@ for path in _fixtures("nvidia_smi/q_*.xml"):
     CASES.append((lambda t: health.parse_gpu_memory_health(gpu.nvidia_smi_root(t)), path, [crlf, bom, stray_bytes_xml]))
 for path in _fixtures("kernel_log/*.txt"):
     CASES.append((health.parse_xid_events, path, TEXT_VARIANTS))
+    CASES.append((health.parse_fabric_events, path, TEXT_VARIANTS))
 for path in _fixtures("nccl_tests/*.txt"):
     CASES.append((nccl_tests.parse, path, TEXT_VARIANTS + [srun_label, tag_output]))
 for path in _fixtures("perftest/*.txt"):
