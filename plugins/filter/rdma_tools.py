@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters over the RDMA/NVLink tools operators run by hand and NCCL_DEBUG=INFO logs (thin wrappers
+over module_utils/rdma_tools.py and module_utils/nccl_debug.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
+    TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
+
+
+def _text(value, name):
+    if isinstance(value, Mapping) and "stdout" in value:
+        value = value["stdout"]   # a registered command result works as it is
+    return expect(name, value, TEXT, "the tool's text (or a registered result)")
+
+
+def parse_ibstat(value):
+    return rdma_tools.parse_ibstat(_text(value, "parse_ibstat"))
+
+
+def parse_ibstatus(value):
+    return rdma_tools.parse_ibstatus(_text(value, "parse_ibstatus"))
+
+
+def parse_ibdev2netdev(value):
+    return rdma_tools.parse_ibdev2netdev(_text(value, "parse_ibdev2netdev"))
+
+
+def parse_show_gids(value):
+    return rdma_tools.parse_show_gids(_text(value, "parse_show_gids"))
+
+
+def parse_rdma_link(value):
+    return rdma_tools.parse_rdma_link(_text(value, "parse_rdma_link"))
+
+
+def parse_eadm_stat(value):
+    return rdma_tools.parse_eadm_stat(_text(value, "parse_eadm_stat"))
+
+
+def parse_nvlink_status(value):
+    return rdma_tools.parse_nvlink_status(_text(value, "parse_nvlink_status"))
+
+
+def parse_nvlink_errors(value):
+    return rdma_tools.parse_nvlink_errors(_text(value, "parse_nvlink_errors"))
+
+
+def parse_nccl_debug(value):
+    return nccl_debug.parse_nccl_debug(_text(value, "parse_nccl_debug"))
+
+
+def _gids(name, value):
+    if isinstance(value, TEXT) or (isinstance(value, Mapping) and "stdout" in value):
+        return rdma_tools.parse_show_gids(_text(value, name))
+    return expect_list_of_mappings(name, value, "parse_show_gids' list (or show_gids' text)")
+
+
+def roce_v2_gid_index(value, netdev=None, ipv4=None, device=None):
+    for option, given in (("netdev", netdev), ("ipv4", ipv4), ("device", device)):
+        if given is not None:
+            expect("roce_v2_gid_index", given, (str,), "%s as a string" % option)
+    return rdma_tools.roce_v2_gid_index(_gids("roce_v2_gid_index", value), netdev or None, ipv4 or None, device or None)
+
+
+def show_gids_cross_check(value, rdma_devices):
+    expect_list_of_mappings("show_gids_cross_check", rdma_devices, "the rdma_devices fact as the second argument")
+    return rdma_tools.cross_check_gids(_gids("show_gids_cross_check", value), rdma_devices)
+
+
+def _nvlink(name, value, parser):
+    if isinstance(value, TEXT) or (isinstance(value, Mapping) and "stdout" in value):
+        return parser(_text(value, name))
+    return expect_list_of_mappings(name, value, "a parsed nvidia-smi nvlink list (or its text)")
+
+
+def nvlink_findings(status, errors_after=None, errors_before=None):
+    found = rdma_tools.nvlink_down_findings(_nvlink("nvlink_findings", status, rdma_tools.parse_nvlink_status))
+    if errors_after is not None:
+        after = _nvlink("nvlink_findings", errors_after, rdma_tools.parse_nvlink_errors)
+        before = None if errors_before is None else _nvlink("nvlink_findings", errors_before, rdma_tools.parse_nvlink_errors)
+        found.extend(rdma_tools.nvlink_error_findings(before, after))
+    return found
+
+
+def port_counter_deltas(before, after, gpu_for_port=None, low_fraction=0.1):
+    expect("port_counter_deltas", before, (Mapping,), "the counters before the run ({port: {counter: value}})")
+    expect("port_counter_deltas", after, (Mapping,), "the counters after the run as the second argument")
+    if gpu_for_port is not None:
+        expect("port_counter_deltas", gpu_for_port, (Mapping,), "gpu_for_port as {port: GPU}")
+    fraction = number_or_none("port_counter_deltas", "low_fraction", low_fraction)
+    if fraction is None or not 0 <= fraction <= 1:
+        fail("port_counter_deltas", "low_fraction must be a number between 0 and 1, got %r" % (low_fraction,))
+    return rdma_tools.port_counter_deltas(dict(before), dict(after), dict(gpu_for_port) if gpu_for_port else None, fraction)
+
+
+def judge_nccl_debug(value, expected=None):
+    if isinstance(value, TEXT) or (isinstance(value, Mapping) and "stdout" in value):
+        value = nccl_debug.parse_nccl_debug(_text(value, "judge_nccl_debug"))
+    expect("judge_nccl_debug", value, (Mapping,), "parse_nccl_debug's result or the log's text")
+    if expected is not None:
+        expect("judge_nccl_debug", expected, (Mapping,), "expected as a mapping (rdma, ib_hca, gdr)")
+    return nccl_debug.judge_nccl_debug(dict(value), dict(expected) if expected is not None else None)
+
+
+class FilterModule(object):
+    def filters(self):
+        return filters({
+            "parse_ibstat": parse_ibstat, "parse_ibstatus": parse_ibstatus, "parse_ibdev2netdev": parse_ibdev2netdev,
+            "parse_show_gids": parse_show_gids, "parse_rdma_link": parse_rdma_link, "parse_eadm_stat": parse_eadm_stat,
+            "parse_nvlink_status": parse_nvlink_status, "parse_nvlink_errors": parse_nvlink_errors,
+            "parse_nccl_debug": parse_nccl_debug, "judge_nccl_debug": judge_nccl_debug,
+            "roce_v2_gid_index": roce_v2_gid_index, "show_gids_cross_check": show_gids_cross_check,
+            "nvlink_findings": nvlink_findings, "port_counter_deltas": port_counter_deltas,
+        })
