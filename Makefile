@@ -17,7 +17,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help venv collection docker image lab lab-destroy lab-check test unit sanity lint yamllint build docs molecule bench changelog clean ee-context
+.PHONY: help venv collection docker image lab lab-destroy lab-check test unit sanity lint yamllint build docs molecule bench changelog clean ee-context prometheus-tools
 
 help:
 	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml and burnin.yml"
@@ -25,7 +25,9 @@ help:
 	@echo "make lab-destroy  remove the lab containers and network"
 	@echo "make unit | sanity | lint | yamllint | build | molecule | lab-check   one stage of make test"
 	@echo "make docs         the docs site (build/docs/html): reference from ansible-doc, guides, troubleshooting"
-	@echo "make bench        parser throughput, the burn-in search against its target (rounds vs N), the remediation planner"
+	@echo "make prometheus-tools  promtool, amtool, alertmanager from Debian's packages into build/tools (the unit stage uses them)"
+	@echo "make bench        parser throughput, the burn-in search against its target (rounds vs N), the remediation planner,"
+	@echo "                  topology.conf for 1,000 and 4,096 nodes, 1,000 nodes' alerts through a real Alertmanager"
 	@echo "make ee-context   the AWX execution environment's build context (ansible-builder create)"
 	@echo "make changelog    preview the next release's CHANGELOG.rst (build/changelog) from changelogs/fragments"
 
@@ -64,11 +66,19 @@ lab: collection image
 lab-destroy: collection docker
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml -e lab_state=absent
 
-test: collection image
+test: collection image prometheus-tools
 	@tests/run-stages.sh unit sanity lint yamllint build docs molecule lab
 
-unit sanity lint yamllint build: collection
+# The unit stage runs Prometheus' own tools on our rules, Alertmanager configuration and metrics text.
+unit: collection prometheus-tools
 	@tests/run-stages.sh $@
+
+sanity lint yamllint build: collection
+	@tests/run-stages.sh $@
+
+# promtool, amtool and alertmanager unpacked from Debian's packages into build/tools/bin (nothing installed).
+prometheus-tools:
+	@tests/promtool/fetch-tools.sh
 
 molecule: collection image
 	@tests/run-stages.sh $@
@@ -91,10 +101,12 @@ ee-context: collection
 	ansible-builder create --file execution-environment.yml --context build/ee/context >/dev/null
 	@echo "build context in build/ee/context: ansible-builder build --context build/ee/context -t <image>"
 
-bench: collection
+bench: collection prometheus-tools
 	python tests/bench/bench_parsers.py
 	python tests/bench/bench_burnin.py
 	python tests/bench/bench_remediation.py
+	python tests/bench/bench_topology.py
+	python tests/bench/bench_alert_scale.py
 
 # What the next (minor) release's CHANGELOG.rst will say, from the pending fragments: a release in a
 # copy (build/changelog), so the fragments stay. Cutting a real release: docs/versioning.md.

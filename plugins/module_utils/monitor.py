@@ -192,9 +192,28 @@ def decision_payload(cluster, decider, message, now, message_id=None):
     }
 
 
+GROUP_TITLES = {"firing": "FIRING", "resolved": "RESOLVED"}
+
+
 def text_message(body):
-    """Seed 004's E-HPC fault notice, in English: one field per line, the event id to quote."""
+    """Seed 004's E-HPC fault notice, in English: one field per line, the event id to quote. An alert
+    group from Alertmanager (alerts.group_bodies) names its nodes, one line per fault and place."""
     status = body["status"]
+    if body.get("lines") is not None:
+        nodes = body["host"] if len(body["host"]) <= 200 else "%d nodes (named below)" % len(body.get("nodes") or [])
+        head = "[gpufabric] %s: %s (%s) on %s in cluster %s%s" % (
+            GROUP_TITLES.get(status, status.upper()), body["fault_type"], body["severity"], nodes, body["cluster"],
+            " - part %d of %d" % (body["part"], body["parts"]) if body.get("parts", 1) > 1 else "")
+        lines = [head, "Cluster: %s" % body["cluster"], "Fault type: %s" % body["fault_type"],
+                 "Severity: %s" % body["severity"], "Alerts: %s (%s)" % (body["target"], body["detail"])]
+        lines += body["lines"]
+        if body.get("fix_hint"):
+            lines.append("Fix hint: %s" % body["fix_hint"])
+        lines.append("Since: %s" % body["detected_at"])
+        if body.get("cleared_at"):
+            lines.append("Cleared at: %s" % body["cleared_at"])
+        lines += ["Message ID: %s" % body["message_id"], "Event ID: %s (quote it when you follow up)" % body["event_id"]]
+        return "\n".join(lines)
     if status in DECISION_TITLES:
         head = "[gpufabric] %s: %s (cluster %s)" % (DECISION_TITLES[status], body["action"] or body["detail"],
                                                     body["cluster"])
@@ -469,7 +488,7 @@ def check_config(config):
         raise ConfigError("the configuration must be a JSON object")
     merged = {"cluster": "gpufabric", "host": None, "checks": {}, "webhooks": [], "quiet_period": 21600,
               "min_severity": "warning", "send_recovery": True, "timeout": 10, "deliver_deadline": 60,
-              "state_dir": "/var/lib/gpufabric-health-monitor", "decider": None}
+              "state_dir": "/var/lib/gpufabric-health-monitor", "decider": None, "textfile_dir": None, "interval": None}
     unknown = sorted(set(config) - set(merged))
     if unknown:
         hint = {"state_file": " (state_file is now state_dir: a directory the role creates and owns)",
@@ -485,6 +504,13 @@ def check_config(config):
             raise ConfigError("%s must be a one-line string, got %r" % (name, merged[name]))
     check_webhooks(merged["webhooks"])
     _state_dir(merged["state_dir"])
+    textfile_dir = merged["textfile_dir"]
+    if textfile_dir is not None and (not isinstance(textfile_dir, str) or not textfile_dir.startswith("/")
+                                     or text.describe_unsafe(textfile_dir)):
+        raise ConfigError("textfile_dir must be an absolute one-line path (node_exporter's textfile directory), got %r"
+                          % (textfile_dir,))
+    if merged["interval"] is not None:
+        _seconds(merged, ("interval",))
     if merged["decider"] is not None:
         decider = merged["decider"]
         if not isinstance(decider, dict) or sorted(set(decider) - set(DECIDER_CLIENT_DEFAULTS)):
@@ -509,7 +535,7 @@ def check_config(config):
 DECIDER_DEFAULTS = {"cluster": "gpufabric", "name": None, "listen": "0.0.0.0", "port": 8740, "secret": None,
                     "state_dir": "/var/lib/gpufabric-remediator", "remediation": {}, "webhooks": [], "timeout": 10,
                     "deliver_deadline": 60, "deliver_interval": 30, "command_timeout": 30, "batch_window": 0.3,
-                    "answer_within": 45, "max_per_run": 20}
+                    "answer_within": 45, "max_per_run": 20, "alertmanager_token": None}
 
 
 def check_decider_config(config):
@@ -529,6 +555,8 @@ def check_decider_config(config):
         raise ConfigError("port must be a TCP port number, got %r" % (port,))
     if merged["secret"] is not None:
         _secret(merged["secret"], "secret")
+    if merged["alertmanager_token"] is not None:
+        _secret(merged["alertmanager_token"], "alertmanager_token")
     _seconds(merged, ("timeout", "deliver_deadline", "deliver_interval", "command_timeout", "batch_window",
                       "answer_within"))
     mpr = merged["max_per_run"]

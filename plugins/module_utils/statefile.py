@@ -101,11 +101,19 @@ def load_json(path, check=None, set_aside=True):
 
 def save_json(path, data):
     """Write ``data`` to ``path`` atomically; StateError (with the reason, e.g. no space left) if it cannot."""
+    save_bytes(path, json.dumps(data, sort_keys=True, indent=1).encode("utf-8"), suffix=".json")
+
+
+def save_bytes(path, payload, suffix=".tmp", mode=None):
+    """Write ``payload`` to ``path`` atomically (temp file in the same directory, fsync, rename); StateError
+    with the reason if it cannot. The temp file's name starts with a dot and ends in ``suffix``, so a reader
+    that takes ``*.prom`` (node_exporter's textfile collector) never sees it half written."""
     directory = os.path.dirname(path) or "."
-    payload = json.dumps(data, sort_keys=True, indent=1).encode("utf-8")
     tmp = None
     try:
-        handle, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp.", suffix=".json")
+        handle, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp.", suffix=suffix)
+        if mode is not None:
+            os.fchmod(handle, mode)
         with os.fdopen(handle, "wb") as out:
             out.write(payload)
             out.flush()

@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import (  # noqa: E402
-    delivery, monitor, node_checks, outbox, statefile, webhook)
+    delivery, metrics, monitor, node_checks, outbox, statefile, webhook)
 
 
 def _say(line):
@@ -93,6 +93,23 @@ def _save(state_path, state, log):
         return False
 
 
+def write_metrics(config, result, host, now, duration, state, log):
+    """The findings and the check's health into node_exporter's textfile directory (when configured),
+    atomically: a scrape sees the last run or this one, never half a file. A file that cannot be written is
+    said; the stale-exporter alert then fires from its age."""
+    if not config.get("textfile_dir"):
+        return
+    path = os.path.join(config["textfile_dir"], metrics.HEALTH_FILE)
+    try:
+        families = metrics.health_families(result, config["cluster"], host.split(".")[0], now, duration,
+                                           config.get("interval"), state.get("last_success"),
+                                           state.get("decisions") if config["decider"] else None,
+                                           result["observed"].get("gpus") or ())
+        statefile.save_bytes(path, metrics.render(families).encode("utf-8"), mode=0o644)
+    except (statefile.StateError, metrics.MetricsError) as exc:
+        log("metrics: %s" % exc)
+
+
 def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.time):
     """One run: check, report to the decider, queue, save, send (the timer only). Returns the number of
     messages that failed (1 as well when the state could not be saved)."""
@@ -105,11 +122,17 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
             if warning:
                 log(warning)
             state = state or monitor.empty_state()
+            started = clock()
             result = node_checks.check_node(config["checks"], runner, host=host,
                                             previous_counters=state.get("counters"), history=state.get("history") or [])
+            duration = clock() - started
             if config["decider"]:
                 decided, error = report(config, result, "healthcheck" if mode == "healthcheck" else "timer", clock)
                 log("decider: %s" % (decided.get("text") or decided["decision"].get("why")) if decided else error)
+                if decided:
+                    state["decisions"] = metrics.count_decision(state.get("decisions"), decided["decision"])
+            if result["complete"]:
+                state["last_success"] = now
             names = [w["name"] for w in config["webhooks"]]
             state, queued = monitor.plan(state, result["findings"], names, now, config["quiet_period"], config["cluster"],
                                          host, config["min_severity"], config["send_recovery"])
@@ -122,6 +145,7 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
                 log("outbox full: the oldest messages were dropped to keep %d per webhook" % outbox.MAX_PENDING)
             if not _save(state_path, state, log):
                 return 1
+            write_metrics(config, result, host, now, duration, state, log)
     except statefile.StateError as exc:
         log("%s: nothing is sent this run" % exc)
         return 1

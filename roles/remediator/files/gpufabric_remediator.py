@@ -17,6 +17,7 @@ This file is the HTTP and threading glue; the knowledge is in module_utils, copi
 
 from __future__ import absolute_import, division, print_function
 
+import hmac
 import json
 import os
 import signal
@@ -29,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import (  # noqa: E402
-    decider, delivery, monitor, remediation)
+    alerts, decider, delivery, monitor, remediation)
 
 try:
     from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -219,6 +220,8 @@ def make_handler(config, nonces, batcher, threads):
                 if nonce is None:
                     return self._send(503, {"error": "too many reports in flight"})
                 return self._send(200, {"nonce": nonce, "expires_in": NONCE_SECONDS})
+            if path == alerts.ALERTMANAGER_PATH:
+                return self._alertmanager(body)
             if path != monitor.REPORT_PATH:
                 return self._send(404, {"error": "no such path"})
             try:
@@ -235,6 +238,30 @@ def make_handler(config, nonces, batcher, threads):
                 return self._send(503, {"error": "no decision within %s s (the scheduler is slow): the report is "
                                         "decided when its turn comes; nothing is assumed" % config["answer_within"]})
             return self._send(200, slot["answer"])
+
+        def _alertmanager(self, body):
+            """Alertmanager's notification of critical findings: reports that can drain (within the same
+            limits and mode), never resume (alerts.decider_reports). Answered when decided, so Alertmanager
+            retries what was not."""
+            token = config.get("alertmanager_token")
+            given = self.headers.get("Authorization") or ""
+            if not token or not hmac.compare_digest(given.encode("utf-8"), ("Bearer " + token).encode("utf-8")):
+                return self._send(401, {"error": "a bearer token is needed (alertmanager_token in the decider's configuration)"})
+            try:
+                reports = alerts.decider_reports(alerts.check_payload(json.loads(body.decode("utf-8"))))
+            except (ValueError, UnicodeDecodeError) as exc:
+                return self._send(400, {"error": str(exc)[:300]})
+            slots = []
+            for report in reports.values():
+                slot = batcher.submit(report)
+                if slot is None:
+                    return self._send(503, {"error": "too many reports wait for a decision: send again"})
+                slots.append(slot)
+            waited = time.time()
+            for slot in slots:
+                if not slot["done"].wait(max(0.1, config["answer_within"] - (time.time() - waited))):
+                    return self._send(503, {"error": "no decision within %s s: send again" % config["answer_within"]})
+            return self._send(200, {"reports": len(slots), "decisions": [s["answer"]["text"] for s in slots]})
 
     return Handler
 

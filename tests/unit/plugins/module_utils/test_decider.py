@@ -485,3 +485,38 @@ def test_a_json_patch_from_a_stale_read_fails_instead_of_removing_another_contro
     with pytest.raises(standin.PatchFailed):
         standin.json_patch(now, patch)
     assert standin.json_patch(stale, patch)["spec"]["taints"] == [{"key": "a"}]
+
+
+def _alertmanager(c, nodes, token, status="firing"):
+    """What Alertmanager posts to the decider's receiver: critical finding alerts of a group."""
+    import urllib.request
+    body = json.dumps({"version": "4", "status": status, "groupKey": "{}:{check=\"gpu_xid\"}", "receiver": "gpufabric-decider",
+                       "groupLabels": {"check": "gpu_xid"}, "commonLabels": {},
+                       "alerts": [{"status": status, "labels": {"alertname": "GpufabricFinding", "check": "gpu_xid",
+                                                                "severity": "critical", "Hostname": n,
+                                                                "target": "%s/GPU 0000:18:00" % n},
+                                   "annotations": {"summary": "gpu_xid (critical)"}, "startsAt": "2026-11-24T10:00:00Z",
+                                   "endsAt": "", "fingerprint": n} for n in nodes]}).encode()
+    request = urllib.request.Request(c.url + "/v1/alertmanager", body, {"Authorization": "Bearer " + token})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_alertmanager_feeds_the_decider_within_the_same_limits_and_alerts_never_resume(cluster):
+    c = cluster(["n01", "n02", "n03", "n04"])
+    token = "alertmanager-token-0123456789"
+    c.config["alertmanager_token"] = token  # the handler reads the live configuration
+    assert _alertmanager(c, ["n01"], "wrong-token-0123456789")[0] == 401
+    status, answer = _alertmanager(c, ["n01", "n02", "n03", "n04"], token)  # a fleet-wide alarm from Alertmanager
+    assert status == 200 and answer["reports"] == 4
+    assert len(c.drained()) == 1 and len(c.updates()) == 1  # rate limit max_nodes 1, as for the nodes' own reports
+    drained = c.drained()[0]
+    assert c.slurm()[drained]["reason"].endswith("; via alert")
+    # The fault clears in Alertmanager: a resolved alert is no report; the drain holds until the node's own check.
+    status, answer = _alertmanager(c, [drained], token, status="resolved")
+    assert status == 200 and answer["reports"] == 0 and c.drained() == [drained]
+    assert any("resumed %s" % drained in line for line in c.run(drained))
+    assert c.drained() == []

@@ -537,6 +537,8 @@ def test_check_options_are_validated_like_the_module():
 @pytest.mark.parametrize("role, program, listed_as", [
     ("health_monitor", PROGRAM, "health_monitor_module_utils"),
     ("remediator", os.path.join(ROOT, "roles", "remediator", "files", "gpufabric_remediator.py"), "remediator_module_utils"),
+    ("fleet_monitoring", os.path.join(ROOT, "roles", "fleet_monitoring", "files", "gpufabric_alert_relay.py"),
+     "fleet_monitoring_module_utils"),
 ])
 def test_the_role_installs_everything_its_program_imports(role, program, listed_as):
     """Each role copies a fixed list of module_utils to the host: it must be its program's import closure."""
