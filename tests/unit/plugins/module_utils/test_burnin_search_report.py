@@ -56,10 +56,12 @@ def test_markdown_shows_the_tree_and_the_verdict(capture):
     text = s.markdown(state, found, s.failures(state, found))
     lines = text.splitlines()
     assert lines[:5] == ["# Burn-in (search strategy)", "",
-                         "6 hosts, 6 group runs in 3 rounds; reference busbw 365.0 GB/s (the median of the first "
+                         "6 hosts, 7 group runs in 4 rounds; reference busbw 365.0 GB/s (the median of the first "
                          "round's groups).", "", "## Search tree"]
+    # a slow host is named once a second known-good partner confirms it
     assert "  round 2, probe n2..n4 (2): n4 against a known-good host; 219.0, below 310.2" in lines
-    assert lines[-1] == "FAILED: 6 hosts, 6 group runs in 3 rounds - slow host n4"
+    assert "    round 3, probe n1..n4 (2): n4 against another known-good host (confirming); 219.0, below 310.2" in lines
+    assert lines[-1] == "FAILED: 6 hosts, 7 group runs in 4 rounds - slow host n4"
     assert text.endswith("\n")
     healthy = search(capture)
     assert s.markdown(healthy, s.summary(healthy), []).splitlines()[-1].startswith("PASSED: 6 hosts")
