@@ -3,7 +3,8 @@ node_exporter serves them, Debian's Prometheus evaluates gpufabric's rules, Debi
 them, the relay signs them like a DingTalk robot's client and a real receiver checks the signature.
 
 The tests run in order; each waits (bounded) for the engines' own intervals: scrape and evaluation 5 s, group_wait
-5 s, group_interval 30 s, the monitor's timer 15 s (both monitors are also started at once after each change).
+15 s (more than the skew of two targets' scrapes and evaluations), group_interval 20 s, the monitor's timer
+15 s (both monitors are also started at once after each change).
 """
 
 import json
@@ -128,7 +129,7 @@ def test_a_fault_on_both_nodes_is_one_series_each_one_alert_group_and_one_signed
     assert {r["metric"]["pci_bus_id"] for r in series} == {"00000000:18:00.0"}
     assert len(_query('gpufabric_finding == 1')) == 2  # nothing else is wrong on them
     message = _until("the grouped message", lambda: _messages_about("gpu_xid") or None, 120)
-    time.sleep(40)  # more than a group_interval (30 s): nothing else may come
+    time.sleep(25)  # more than a group_interval (20 s): nothing else may come
     message += _messages_about("gpu_xid")
     assert len(message) == 1, [_text(r) for r in message]
     assert message[0]["verified"] is True and message[0]["status"] == 200
@@ -153,13 +154,28 @@ def test_every_dashboard_panel_query_returns_series(host):
 
 
 def test_clearing_the_fault_sends_one_resolved_message(host):
+    """The group turns resolved once: one RESOLVED message. When Prometheus sees the two nodes clear in different
+    evaluations and Alertmanager's group_interval falls between them, the first is an update (still FIRING, its
+    node under "Resolved"); every node is named resolved either way."""
     _set_kernel_log("")
-    message = _until("the resolved message", lambda: _messages_about("gpu_xid") or None, 120)
-    time.sleep(40)
-    message += _messages_about("gpu_xid")
-    assert len(message) == 1, [_text(r) for r in message]
-    assert message[0]["verified"] is True
-    assert _text(message[0]).splitlines()[0].startswith("[gpufabric] RESOLVED: gpu_xid (critical) on gpufabric-fm-node[1-2]")
+    got = []
+
+    def resolved():
+        got.extend(_messages_about("gpu_xid"))
+        return [r for r in got if _text(r).startswith("[gpufabric] RESOLVED: ")] or None
+    _until("the resolved message", resolved, 120)
+    time.sleep(25)
+    got.extend(_messages_about("gpu_xid"))
+    finals = [r for r in got if _text(r).startswith("[gpufabric] RESOLVED: gpu_xid (critical) on ")]
+    assert len(finals) == 1 and len(got) <= 2, [_text(r) for r in got]
+    assert all(r["verified"] is True for r in got)
+    named = set()
+    for record in got:
+        section = _text(record).split("Resolved (", 1)[1].split("\nSince:", 1)[0] if "Resolved (" in _text(record) else ""
+        for line in section.splitlines()[1:]:
+            if line.startswith("- "):
+                named |= set(slurm.expand_hostlist(line[2:].split(": ", 1)[0]))
+    assert named == set(NODES)
     assert _query('gpufabric_finding == 1') == []
 
 
@@ -193,18 +209,19 @@ print(urllib.request.urlopen(request, timeout=30).status)
 
 
 def test_a_fabric_wide_incident_of_1000_nodes_stays_within_a_dingtalk_robots_20_a_minute(host):
-    """1,000 nodes' alerts into the real Alertmanager at once; what reaches the receiver in the next 90 s."""
+    """1,000 nodes' alerts into the real Alertmanager at once; what reaches the receiver in the next 45 s (a new
+    group: group_wait 15 s; tests/bench/bench_alert_scale.py watches two minutes)."""
     _new()
     started = time.time()
     cluster = "scale-%d" % started  # a new alert group, whatever an earlier run left in Alertmanager
     assert _exec(MONITOR, "python3", "-c", POST_1000, cluster).stdout.strip() == "200"
     arrivals = []
-    while time.time() - started < 90:
+    while time.time() - started < 45:
         for record in _new():
             if record["kind"] == "dingtalk" and "scale_port_down" in _text(record):
                 arrivals.append((time.time() - started, record))
         time.sleep(1)
-    assert arrivals, "no message within 90 s"
+    assert arrivals, "no message within 45 s"
     per_minute = max(sum(1 for t, r in arrivals if start <= t < start + 60) for start, ignored in arrivals)
     named = set()
     for ignored, record in arrivals:
