@@ -18,7 +18,7 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
-HOST = {"commands", "files", "sysfs", "node_checks", "netdev_host", "webhook", "statefile", "delivery", "decider"}
+HOST = {"commands", "files", "sysfs", "node_checks", "netdev_host", "webhook", "statefile", "delivery", "decider", "service"}
 FORBIDDEN = {"os", "subprocess", "socket", "time", "tempfile", "glob", "shutil", "select", "signal", "pwd",
              "urllib.request", "urllib2", "http", "http.client", "requests", "random", "multiprocessing", "threading"}
 NAMES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(MODULE_UTILS, "*.py"))

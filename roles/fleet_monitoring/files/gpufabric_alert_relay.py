@@ -17,14 +17,13 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import signal
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import alerts, delivery, statefile  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils import alerts, delivery, service, statefile  # noqa: E402
 
 try:
     from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -178,32 +177,16 @@ def main(argv=None):
     if len(argv) != 2 or argv[0] != "--config":
         sys.stderr.write(USAGE + "\n")
         return 2
-    try:
-        with open(argv[1]) as handle:
-            config = alerts.check_relay_config(json.load(handle))
-    except (IOError, OSError) as exc:
-        sys.stderr.write("cannot read the configuration %s: %s\n" % (argv[1], exc.strerror))
-        return 2
-    except ValueError as exc:
-        sys.stderr.write("configuration %s: %s\n" % (argv[1], exc))
-        return 2
+    config, failed = service.read_config(argv[1], alerts.check_relay_config)
+    if failed:
+        return failed
     if not os.path.isdir(config["state_dir"]):
         sys.stderr.write("state_dir %s does not exist (the fleet_monitoring role creates it)\n" % config["state_dir"])
         return 2
     server, stop, threads = serve(config)
     _say("gpufabric-alert-relay: listening on %s:%d for %s" % (config["listen"], server.server_address[1],
                                                                ", ".join(w["name"] for w in config["webhooks"])))
-    finished = threading.Event()
-
-    def terminate(signum, frame):
-        stop.set()
-        finished.set()
-    signal.signal(signal.SIGTERM, terminate)
-    signal.signal(signal.SIGINT, terminate)
-    while not finished.wait(1.0):
-        pass
-    server.shutdown()
-    return 0
+    return service.run_until_signalled(server, stop)
 
 
 if __name__ == "__main__":

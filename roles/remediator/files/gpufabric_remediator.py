@@ -20,7 +20,6 @@ from __future__ import absolute_import, division, print_function
 import hmac
 import json
 import os
-import signal
 import socket
 import sys
 import threading
@@ -30,7 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import (  # noqa: E402
-    alerts, decider, delivery, monitor, remediation)
+    alerts, decider, delivery, monitor, remediation, service)
 
 try:
     from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -329,15 +328,9 @@ def main(argv=None):
     if len(argv) not in (2, 3) or argv[0] != "--config" or (len(argv) == 3 and argv[2] != "--deliver-once"):
         sys.stderr.write(USAGE + "\n")
         return 2
-    try:
-        with open(argv[1]) as handle:
-            config = monitor.check_decider_config(json.load(handle))
-    except (IOError, OSError) as exc:
-        sys.stderr.write("cannot read the configuration %s: %s\n" % (argv[1], exc.strerror))
-        return 2
-    except ValueError as exc:
-        sys.stderr.write("configuration %s: %s\n" % (argv[1], exc))
-        return 2
+    config, failed = service.read_config(argv[1], monitor.check_decider_config)
+    if failed:
+        return failed
     if not config["secret"]:
         sys.stderr.write("configuration %s: secret is needed (the shared report secret; the role generates one)\n" % argv[1])
         return 2
@@ -353,17 +346,7 @@ def main(argv=None):
     server, stop, threads = serve(config)
     _say("gpufabric-remediator: listening on %s:%d, %s mode, policy %s" % (
         config["listen"], server.server_address[1], config["remediation"]["mode"], config["remediation"]["policy_name"]))
-    finished = threading.Event()
-
-    def terminate(signum, frame):
-        stop.set()
-        finished.set()
-    signal.signal(signal.SIGTERM, terminate)
-    signal.signal(signal.SIGINT, terminate)
-    while not finished.wait(1.0):
-        pass
-    server.shutdown()
-    return 0
+    return service.run_until_signalled(server, stop)
 
 
 if __name__ == "__main__":
