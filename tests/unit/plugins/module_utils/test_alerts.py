@@ -271,3 +271,12 @@ def test_a_bad_relay_configuration_names_the_entry(config, message):
     with pytest.raises(monitor.ConfigError) as error:
         alerts.check_relay_config(dict(base, **config))
     assert str(error.value) == message
+
+
+def test_the_relay_program_refuses_a_configuration_it_cannot_use_naming_why(tmp_path, capsys):
+    assert relay.main(["--config", str(tmp_path / "missing.json")]) == 2
+    assert capsys.readouterr().err == "cannot read the configuration %s: No such file or directory\n" % (tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text('{"port": "x", "webhooks": []}')
+    assert relay.main(["--config", str(tmp_path / "bad.json")]) == 2
+    assert capsys.readouterr().err == "configuration %s: port must be a whole number from 0 to 65535, got 'x'\n" % (tmp_path / "bad.json")
+    assert relay.main(["--config"]) == 2 and capsys.readouterr().err == relay.USAGE + "\n"
