@@ -2,7 +2,7 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the collection's long-running services (the remediation decider, the alert relay) do the same way:
-read their JSON configuration through their own check, and run until systemd stops them. Host access,
+read their JSON configuration through their own check, answer HTTP with JSON, and run until systemd stops them. Host access,
 standard library only."""
 
 from __future__ import absolute_import, division, print_function
@@ -27,6 +27,16 @@ def read_config(path, check, err=None):
     except ValueError as exc:
         err.write("configuration %s: %s\n" % (path, exc))
     return None, 2
+
+
+def send_json(handler, status, obj):
+    """Answer an http.server request with ``obj`` as JSON (sorted keys, its length given)."""
+    data = json.dumps(obj, sort_keys=True).encode("utf-8")
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def run_until_signalled(server, stop):

@@ -179,12 +179,7 @@ def make_handler(config, nonces, batcher, threads):
             pass
 
         def _send(self, status, obj):
-            data = json.dumps(obj, sort_keys=True).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            return service.send_json(self, status, obj)
 
         def _body(self):
             try:
