@@ -104,6 +104,12 @@ stage_lab() {
     if ! grep -q '^PASSED: 2 hosts, 1 pairs in 1 rounds' build/lab-report/burnin/burnin.md 2>/dev/null; then
       echo "=== the lab burn-in report is missing or did not pass:"; tail -n 30 "$log"; rc=1
     fi
+    # Validation's mpirun run: what NCCL used (the replayed socket log, as the lab's IB-off environment promises)
+    # and the bytes per RDMA port, labelled as replayed.
+    if ! grep -q '^- mpirun across the lab: \*\*PASS\*\*: NCCL ' build/lab-report/nccl-tests/summary.md 2>/dev/null \
+       || ! grep -q '^## mpirun across the lab: bytes per RDMA port during the run - REPLAYED' build/lab-report/nccl-tests/summary.md; then
+      echo "=== the lab's validation report lacks what NCCL used or the per-port table:"; tail -n 30 "$log"; rc=1
+    fi
     # The search strategy on the same two nodes: one group (the pair) in one round.
     if ! grep -q '^PASSED: 2 hosts, 1 group runs in 1 rounds' build/lab-report/burnin-search/burnin.md 2>/dev/null; then
       echo "=== the lab's search burn-in report is missing or did not pass:"; tail -n 30 "$log"; rc=1

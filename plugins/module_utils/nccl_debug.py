@@ -544,9 +544,12 @@ def judge_nccl_debug(parsed, expected=None):
             _reason(reasons, "transport", False,
                     "inter-node traffic fell back to sockets (NET/Socket) although the profile expects RDMA",
                     _ev(parsed, "net_connections")[:1] + _ev(parsed, "network", "net_fallback"))
-        else:
+        elif wants_rdma is False:
             _reason(reasons, "transport", True, "inter-node traffic over sockets (NET/Socket), as the profile expects",
                     _ev(parsed, "net_connections"))
+        else:
+            _reason(reasons, "transport", None, "inter-node traffic over sockets (NET/Socket); nothing in the run's "
+                    "environment or profile promised RDMA", _ev(parsed, "net_connections"))
     else:
         if wants_rdma is False:
             # nccl-tests issue 373: an IBext (SHARP) plugin used RDMA although NCCL_IB_DISABLE=1
@@ -616,3 +619,88 @@ def _judge_gdr(parsed, expected, reasons):
         _reason(reasons, "gdr", True, "NET connections use GPUDirect RDMA (GDRDMA)", _ev(parsed, "net_connections"))
     else:
         _reason(reasons, "gdr", True, "no GPUDirect RDMA, as the profile expects", disabled[:2])
+
+
+# ---------------------------------------------------------------------------------------------
+# What a run's environment promises, and the verdict kept in a validation report
+# ---------------------------------------------------------------------------------------------
+
+_TRUE_WORDS = ("1", "true", "yes", "on")
+RDMA_PROFILES = ("infiniband", "roce", "erdma")
+# NCCL_NET_GDR_LEVEL values that keep GPUDirect RDMA off (LOC: only when GPU and NIC are the same device).
+_GDR_OFF_LEVELS = ("LOC", "0")
+
+
+def expected_from_env(env=None, profile=None, gdr_ready=None):
+    """The ``expected`` of judge_nccl_debug from a run's NCCL environment and the node's profile.
+
+    ``rdma``: False when the environment turns RDMA off (NCCL_IB_DISABLE=1, NCCL_NET=Socket); True when it names
+    HCAs (NCCL_IB_HCA) or NCCL_NET=IB; else what the profile says (socket: False; infiniband, roce, erdma: True);
+    else None (nothing promises either). ``ib_hca``: NCCL_IB_HCA when RDMA is not off.
+    ``gdr``: False when NCCL_NET_GDR_LEVEL keeps it off (LOC, 0); True when ``gdr_ready`` (nvidia_peermem
+    loaded on every node of the run); else None (DMA-BUF may still give it: not judged).
+    """
+    if env is None:
+        env = {}
+    if not isinstance(env, dict):
+        raise NcclDebugError("env must map NCCL variable names to values, got %s" % type(env).__name__)
+    if profile is not None and not isinstance(profile, str):
+        raise NcclDebugError("profile must be the NCCL profile's name or null, got %r" % (profile,))
+    if gdr_ready is not None and not isinstance(gdr_ready, bool):
+        raise NcclDebugError("gdr_ready must be true, false or null, got %r" % (gdr_ready,))
+    values = dict((str(k), "" if v is None else str(v).strip()) for k, v in env.items())
+    net = values.get("NCCL_NET", "").lower()
+    if values.get("NCCL_IB_DISABLE", "").lower() in _TRUE_WORDS or net == "socket":
+        return {"rdma": False, "ib_hca": None, "gdr": None}
+    if values.get("NCCL_IB_HCA") or net == "ib":
+        rdma = True     # what the run was started with says more than the node's profile
+    elif profile == "socket":
+        return {"rdma": False, "ib_hca": None, "gdr": None}
+    else:
+        rdma = True if profile in RDMA_PROFILES else None
+    gdr = None
+    if values.get("NCCL_NET_GDR_LEVEL", "").upper() in _GDR_OFF_LEVELS:
+        gdr = False
+    elif gdr_ready:
+        gdr = True
+    return {"rdma": rdma, "ib_hca": values.get("NCCL_IB_HCA") or None, "gdr": gdr}
+
+
+def describe_expected(expected):
+    """'RDMA, NCCL_IB_HCA=..., GDR' in words, for a report's line."""
+    parts = [{True: "RDMA", False: "sockets (RDMA off)", None: "transport not promised"}[expected.get("rdma")]]
+    if expected.get("ib_hca"):
+        parts.append("NCCL_IB_HCA=%s" % expected["ib_hca"])
+    if expected.get("gdr") is not None:
+        parts.append("GPUDirect RDMA %s" % ("on" if expected["gdr"] else "off"))
+    return ", ".join(parts)
+
+
+def report_entry(parsed, expected):
+    """What a validation report keeps of one run's NCCL log: what NCCL used and the verdict, without the log."""
+    verdict = judge_nccl_debug(parsed, expected)
+    return {
+        "nccl_version": parsed.get("nccl_version"), "net": parsed.get("net"), "network": parsed.get("network"),
+        "net_plugin": parsed.get("net_plugin"), "net_devices": list(parsed.get("net_devices") or []),
+        "link_types": sorted(set(d.get("link_type") for d in parsed.get("ib_devices") or [] if d.get("link_type"))),
+        "gdr": parsed.get("gdr"), "transports": dict(parsed.get("transport_counts") or {}),
+        "channels": parsed.get("channels"), "algorithms": list(parsed.get("algorithms") or []),
+        "protocols": list(parsed.get("protocols") or []), "nodes": parsed.get("nodes"), "ranks": parsed.get("ranks"),
+        "ib_hca": parsed.get("ib_hca"), "warnings": list(parsed.get("warnings") or [])[:5],
+        "expected": dict(expected), "expected_text": describe_expected(expected),
+        "passed": verdict["passed"], "reasons": verdict["reasons"],
+    }
+
+
+def used_text(entry):
+    """One line: 'NCCL 2.18.3, NET/IB (RoCE) over mlx5_0:1, mlx5_3:1, GPUDirect RDMA on, 16 coll channels'."""
+    parts = ["NCCL %s" % (entry.get("nccl_version") or "version not shown")]
+    if entry.get("net"):
+        parts.append("NET/%s%s over %s" % (entry["net"], (" (%s)" % "/".join(entry["link_types"])) if entry.get("link_types") else "",
+                                           ", ".join(entry.get("net_devices") or []) or "devices not shown"))
+    else:
+        parts.append("no inter-node connection shown (network %s)" % (entry.get("network") or "not shown"))
+    parts.append({True: "GPUDirect RDMA on", False: "GPUDirect RDMA off", None: "GPUDirect RDMA not shown"}[entry.get("gdr")])
+    if entry.get("channels"):
+        parts.append("%d coll channels" % entry["channels"]["coll"])
+    return ", ".join(parts)

@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, health, rates, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, health, rates, rdma_tools, sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import counts as count_findings, finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
@@ -75,6 +75,29 @@ def _gpus(opts, runner):
         return None, [], [], ("failed", "nvidia-smi -q -x printed no usable XML: %s" % exc)
 
 
+def _nvlink_findings(host, opts, runner, gpu_count, unreadable):
+    """NVLinks down (`nvidia-smi nvlink --status`) where the GPUs were counted: a GPU with none of its links
+    active while its peers have theirs, or some links of a GPU inactive. A listing that cannot be read is a
+    source that could not be read; a machine without NVLink prints nothing and gives nothing."""
+    smi = opts["nvidia_smi_path"] or runner.which("nvidia-smi")
+    if not gpu_count or not smi:
+        return []
+    result = runner.run([smi, "nvlink", "--status"])
+    if not result.ok:
+        unreadable.append("nvidia-smi nvlink --status: %s" % result.describe())
+        return [finding("nvlink_status", "warning", host, "nvidia-smi nvlink --status gave no answer: %s" % result.describe(),
+                        "run it by hand; until it answers, an NVLink that went down goes unseen")]
+    try:
+        status = rdma_tools.parse_nvlink_status(result.stdout)
+    except ValueError as exc:   # ToolTextError, TextError
+        unreadable.append("nvidia-smi nvlink --status: %s" % exc)
+        return []
+    found = rdma_tools.nvlink_down_findings(status)
+    for item in found:
+        item["target"] = "%s/%s" % (host, item["target"])
+    return found
+
+
 def _pause_counters(opts, runner, netdevs, unreadable):
     """{'eth2|tx_pause_storm_error_events': 0, ...} from `ethtool -S` of each RDMA netdev (when ethtool is
     there); an ethtool that fails or hangs is a source that could not be read."""
@@ -127,6 +150,8 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     found += _nvidia_smi_findings(host, smi_problem, opts["expected_gpu_count"])
     found += health.gpu_memory_findings(host, memory, opts["max_retired_pages"])
     found += rates.clock_findings(host, clocks)
+
+    found += _nvlink_findings(host, opts, runner, gpu_count, unreadable)
 
     log_text, log_source = _kernel_log(opts, runner)
     events = health.parse_xid_events(log_text) if log_text else []

@@ -69,6 +69,9 @@ def node_findings(host, record, expected_gpu_count=None):
                              "read GPU memory directly"))
     for warning in (record.get("nccl") or {}).get("warnings") or []:
         found.append(finding("nccl_env", "warning", host, warning, "fix the NCCL overrides or profile"))
+    # show_gids against sysfs (discovery ran it where installed): a GID index NCCL_IB_GID_INDEX would take wrong
+    for item in (record.get("gid_check") or {}).get("findings") or []:
+        found.append(dict(item, target="%s/%s" % (host, item.get("target"))))
     return found
 
 

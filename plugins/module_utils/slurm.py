@@ -338,6 +338,7 @@ def job_runs(jobs):
             "output": entry.get("output") or "",
             # A job that was never submitted (check mode, sbatch refused it) did not run: say why.
             "not_run": None if job.get("job_id") else (job.get("msg") or "not submitted"),
+            "env": entry.get("env") if isinstance(entry.get("env"), dict) else {},
         })
     return runs
 

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import rates, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils import rates, rdma, rdma_tools
 from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr
 
 # InfiniBand port counters that only rise when a link misbehaves (sysfs ports/N/counters).
@@ -87,6 +87,23 @@ def read_port_counters(sysfs_root="/sys", names=ERROR_COUNTERS):
                     values[name] = value
             if values:
                 readings["%s/%s" % (device, port)] = values
+    return readings
+
+
+def read_data_counters(sysfs_root="/sys"):
+    """Every RDMA port's data counters: {'mlx5_0/1': {'port_xmit_data': ..., 'port_rcv_data': ...}, ...}.
+
+    counters/port_xmit_data and port_rcv_data (words of 4 bytes) and, where a driver keeps bytes in
+    hw_counters (erdma, efa: tx_bytes, rx_bytes, ...), those; rdma_tools.port_counter_deltas reads both.
+    """
+    readings = read_port_counters(sysfs_root, tuple(rdma_tools.WORD_COUNTERS))
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    for device in listdir(base):
+        for port in listdir(os.path.join(base, device, "ports")):
+            for name in rdma_tools.BYTE_COUNTERS:
+                value = count(read_attr(os.path.join(base, device, "ports", port, "hw_counters", name)))
+                if value is not None:
+                    readings.setdefault("%s/%s" % (device, port), {})[name] = value
     return readings
 
 

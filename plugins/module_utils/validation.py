@@ -11,7 +11,8 @@ import math
 import re
 from collections.abc import Mapping
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, perftest
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, perftest, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug as nccl_debug_mod
 from ansible_collections.gpufabric.rdma.plugins.module_utils import baselines as baseline_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.text import check_line
@@ -102,7 +103,8 @@ def collect_runs(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=N
         runs.append({"label": item.get("label") or "mpirun %s x %d nodes" % (item.get("name"), len(hosts or [])),
                      "host": ",".join(hosts or []), "mode": "mpirun",
                      "command": " ".join(str(a) for a in result.get("cmd") or []), "rc": result.get("rc"),
-                     "output": _output(result), "not_run": not_run(result)})
+                     "output": _output(result), "not_run": not_run(result),
+                     "env": item.get("env") or {}, "traffic": result.get("traffic")})
     return runs
 
 
@@ -130,12 +132,126 @@ def implausible(result):
             "a broken measurement, not a result" % result["peak_busbw"]]
 
 
-def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place", replayed_from=None):
+MULTI_NODE_MODES = ("mpirun", "slurm")
+
+
+def _nccl_debug_check(nccl_debug):
+    """The judge's nccl_debug argument: None, or {'env', 'profile', 'gdr_ready'}; ValueError naming what is wrong."""
+    if nccl_debug is None:
+        return None
+    if not isinstance(nccl_debug, Mapping):
+        raise ValueError("nccl_debug must be a mapping with env, profile and gdr_ready, got %s" % type(nccl_debug).__name__)
+    unknown = sorted(set(nccl_debug) - {"env", "profile", "gdr_ready"})
+    if unknown:
+        raise ValueError("nccl_debug has unknown keys %s; it reads env, profile and gdr_ready" % ", ".join(map(str, unknown)))
+    settings = {"env": nccl_debug.get("env") or {}, "profile": nccl_debug.get("profile"),
+                "gdr_ready": nccl_debug.get("gdr_ready")}
+    try:   # the checks expected_from_env makes, once, before any run is judged
+        nccl_debug_mod.expected_from_env(settings["env"], settings["profile"], settings["gdr_ready"])
+    except nccl_debug_mod.NcclDebugError as exc:
+        raise ValueError("nccl_debug: %s" % exc)
+    return settings
+
+
+def judge_nccl_log(run, output, result, settings):
+    """What NCCL used in a multi-node run (its NCCL_DEBUG=INFO lines), judged against the run's environment.
+
+    Returns (entry or None, failures). A run that measured figures and printed no NCCL INFO line fails:
+    the role asked for NCCL_DEBUG=INFO, so the transport NCCL used is unknown, and unknown is not a pass.
+    """
+    env = dict(settings.get("env") or {})
+    env.update(run.get("env") or {})
+    expected = nccl_debug_mod.expected_from_env(env, settings.get("profile"), settings.get("gdr_ready"))
+    parsed = nccl_debug_mod.parse_nccl_debug(output)
+    if not parsed["nccl_lines"]:
+        if result.get("rows"):
+            return None, ["NCCL printed no INFO line although the run set NCCL_DEBUG=INFO: which network, HCAs "
+                          "and GPUDirect RDMA it used are unknown"]
+        return None, []
+    entry = nccl_debug_mod.report_entry(parsed, expected)
+    return entry, ["NCCL: %s" % reason["reason"] for reason in entry["reasons"] if reason["ok"] is False]
+
+
+def _port_parts(key):
+    """'node1:mlx5_0/1' -> ('mlx5_0', 1); (None, None) when it is not such a name."""
+    name = key.rsplit(":", 1)[-1]
+    device, dummy, port = name.partition("/")
+    return (device or None), (int(port) if port.isdigit() else None)
+
+
+def flatten_traffic(traffic):
+    """Per-host readings -> ({'host:dev/port': counters} before, after, {'host:dev/port': 'GPU0,GPU1'})."""
+    if not isinstance(traffic, Mapping) or not isinstance(traffic.get("hosts"), Mapping):
+        raise ValueError("a run's traffic must be {'hosts': {host: {'before', 'after', 'gpu_nics'}}}, got %r"
+                         % (str(traffic)[:80],))
+    before, after, gpus = {}, {}, {}
+    for host, reading in traffic["hosts"].items():
+        if not isinstance(reading, Mapping):
+            raise ValueError("the traffic reading of %s must be a mapping with before and after, got %s"
+                             % (host, type(reading).__name__))
+        for name, target in (("before", before), ("after", after)):
+            counters = reading.get(name) or {}
+            if not isinstance(counters, Mapping):
+                raise ValueError("%s's %s counters must map device/port to counters, got %s" % (host, name, type(counters).__name__))
+            for port, values in counters.items():
+                target["%s:%s" % (host, port)] = values
+        nearest = {}
+        for gpu, nics in sorted((reading.get("gpu_nics") or {}).items(), key=lambda kv: (len(str(kv[0])), str(kv[0]))):
+            for nic in ([nics] if isinstance(nics, str) else nics or []):
+                nearest.setdefault(nic, []).append(str(gpu))
+        for port in list(reading.get("after") or {}):
+            device = str(port).split("/", 1)[0]
+            if device in nearest:
+                gpus["%s:%s" % (host, port)] = ",".join(nearest[device])
+    return before, after, gpus
+
+
+def judge_traffic(traffic, expected):
+    """Bytes each RDMA port carried during a run (counters before and after, every host) and the ports that
+    carried nothing or far less than their peers: failures for ports NCCL_IB_HCA names, notes for the rest.
+
+    ``traffic``: {'hosts': {host: {'before': {'dev/port': counters}, 'after': {...}, 'gpu_nics': {GPU0: [dev]}}},
+    'replayed': text or None} (rdma_port_counters' readings, gpu_facts' topology.gpu_nics).
+    Returns (entry, failures, notes).
+    """
+    before, after, gpu_for_port = flatten_traffic(traffic)
+    deltas = rdma_tools.port_counter_deltas(before, after, gpu_for_port)
+    entry = {"ports": deltas["ports"], "median_bytes": deltas["median_bytes"], "flagged": deltas["flagged"],
+             "replayed": traffic.get("replayed")}
+    failures, notes = [], []
+    if not deltas["ports"]:
+        notes.append("no RDMA port's data counters could be read before and after the run: which ports carried "
+                     "the bytes is unknown")
+        return entry, failures, notes
+    if expected and expected.get("rdma") is False:
+        notes.append("RDMA is off in the run's environment: the ports' bytes are not NCCL's and no port is judged")
+        entry["flagged"] = []
+        return entry, failures, notes
+    ib_hca = (expected or {}).get("ib_hca")
+    for port in deltas["ports"]:
+        if not port["low"]:
+            continue
+        gpu = (" (closest to %s)" % port["gpu"]) if port.get("gpu") is not None else ""
+        text = "port %s%s %s" % (port["port"], gpu, port["reason"])
+        device, number = _port_parts(str(port["port"]))
+        if ib_hca and device and nccl_debug_mod.ib_hca_allows(ib_hca, device, number):
+            failures.append("%s although NCCL_IB_HCA=%s lets NCCL use it: a rail down or unused" % (text, ib_hca))
+        else:
+            notes.append(text + ("" if not ib_hca else " (outside NCCL_IB_HCA=%s)" % ib_hca))
+    return entry, failures, notes
+
+
+def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place", replayed_from=None,
+          nccl_debug=None):
     """runs: [{'label', 'command', 'output'}] -> the same runs with 'result', 'failures', 'passed', 'notes'.
 
     ``replayed_from`` (where a stand-in's capture came from) goes on every judged run: the summaries say it
     above the table and in each verdict cell, not in the labels (that made the table 230 columns wide).
+    ``nccl_debug`` ({'env': the runs' NCCL environment, 'profile', 'gdr_ready'}): multi-node runs were started
+    with NCCL_DEBUG=INFO; what NCCL used is read from their output and judged (key 'nccl'). A run's 'traffic'
+    (data counters before and after it) becomes key 'traffic' with the bytes per port.
     """
+    settings = _nccl_debug_check(nccl_debug)
     judged = []
     for run in runs:
         if run.get("not_run"):
@@ -149,9 +265,20 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
         failures += implausible(result)
         if run.get("rc") not in (0, None) and not run.get("not_run"):
             failures.append("the command exited %s" % run["rc"])
-        item = dict((k, v) for k, v in run.items() if k != "output")
+        notes = run_notes(result)
+        item = dict((k, v) for k, v in run.items() if k not in ("output", "traffic"))
+        expected = None
+        if settings is not None and run.get("mode") in MULTI_NODE_MODES and not run.get("not_run"):
+            entry, found = judge_nccl_log(run, run.get("output") or "", result, settings)
+            item["nccl"] = entry
+            expected = entry["expected"] if entry else None
+            failures += found
+        if run.get("traffic") and not run.get("not_run"):
+            item["traffic"], found, noted = judge_traffic(run["traffic"], expected)
+            failures += found
+            notes += noted
         item.update(result=result, failures=failures, passed=not failures and bool(result.get("passed")),
-                    notes=run_notes(result))
+                    notes=notes)
         if replayed_from:
             item["replayed_from"] = replayed_from
         judged.append(item)
@@ -187,12 +314,39 @@ SUMMARY_HEADER = ["run", "collective", "ranks", "largest size (B)", "busbw there
                   "avg busbw", "#wrong", "verdict"]
 
 
+def nccl_used_lines(judged):
+    """'<run>: NCCL used: NCCL 2.18.3, NET/IB (RoCE) over mlx5_0:1, GPUDirect RDMA on, ...; expected ...: PASS'."""
+    return ["%s: NCCL used: %s; expected %s: %s" % (
+        run.get("label"), nccl_debug_mod.used_text(run["nccl"]), run["nccl"]["expected_text"],
+        "PASS" if run["nccl"]["passed"] else "FAIL") for run in judged if run.get("nccl")]
+
+
+TRAFFIC_HEADER = ["port", "closest GPU", "tx bytes", "rx bytes", "total", "flag"]
+
+
+def traffic_rows(run):
+    traffic = run.get("traffic") or {}
+    return [[p["port"], p.get("gpu") or "-", p["tx_bytes"], p["rx_bytes"], p["bytes"],
+             ("LOW" if p["port"] in traffic.get("flagged", []) else "") + (" (counter reset)" if p.get("reset") else "")]
+            for p in traffic.get("ports") or []]
+
+
+def traffic_title(run):
+    traffic = run.get("traffic") or {}
+    return "%s: bytes per RDMA port during the run%s" % (
+        run.get("label"), (" - REPLAYED: %s" % traffic["replayed"]) if traffic.get("replayed") else "")
+
+
 def summary_text(judged):
     replayed = replayed_line(judged)
     text = (replayed + "\n" if replayed else "") + render_table(SUMMARY_HEADER, summary_rows(judged))
     failures = ["%s: %s" % (run.get("label"), failure) for run in judged for failure in run["failures"]]
     notes = ["%s: note: %s" % (run.get("label"), note) for run in judged for note in run.get("notes") or []]
-    return text + "".join("\n" + line for line in failures + notes)
+    text += "".join("\n" + line for line in nccl_used_lines(judged) + failures + notes)
+    for run in judged:
+        if traffic_rows(run):
+            text += "\n" + traffic_title(run) + "\n" + render_table(TRAFFIC_HEADER, traffic_rows(run))
+    return text
 
 
 def summary_markdown(judged, thresholds=None):
@@ -215,6 +369,23 @@ def summary_markdown(judged, thresholds=None):
     notes = [(run.get("label"), n) for run in judged for n in run.get("notes") or []]
     if notes:
         lines += ["", "## Notes", ""] + ["- %s: %s" % item for item in notes]
+    used = [run for run in judged if run.get("nccl")]
+    if used:
+        lines += ["", "## What NCCL used", ""]
+        for run in used:
+            entry = run["nccl"]
+            lines.append("- %s: **%s**: %s (expected: %s)" % (run.get("label"), "PASS" if entry["passed"] else "FAIL",
+                                                              nccl_debug_mod.used_text(entry), entry["expected_text"]))
+            for reason in entry["reasons"]:
+                mark = {True: "ok", False: "FAIL", None: "note"}[reason["ok"]]
+                lines.append("  - %s %s: %s" % (mark, reason["check"], reason["reason"]))
+                lines += ["    - `%s`" % line.replace("`", "'") for line in reason["evidence"]]
+    for run in judged:
+        rows = traffic_rows(run)
+        if rows:
+            lines += ["", "## " + traffic_title(run), "", "| " + " | ".join(TRAFFIC_HEADER) + " |",
+                      "|" + "---|" * len(TRAFFIC_HEADER)]
+            lines += ["| " + " | ".join("-" if c is None else str(c) for c in row) + " |" for row in rows]
     baselines = [(run.get("label"), run["baseline"]) for run in judged if run.get("baseline")]
     if baselines:
         lines += ["", "## Baselines", ""] + ["- %s: %s" % item for item in baselines]

@@ -29,6 +29,9 @@ options:
   use_verbs:
     description:
       - Run C(ibv_devinfo) (when found) to add C(active_mtu) to each port.
+      - Run C(show_gids) (MLNX OFED's script, when found) and cross-check its GID table against sysfs, the check
+        seed 003 does by hand (device, netdev, RoCE v2 GID index). Mismatches are returned in
+        C(rdma_gid_check) and become readiness findings.
       - Set to V(false) when O(sysfs_root) points at a capture from another host.
     type: bool
     default: true
@@ -116,6 +119,13 @@ ansible_facts:
         link_layers: [Ethernet]
         active_hcas: [mlx5_0]
         ports_not_active: [mlx5_1/1 DOWN]
+    rdma_gid_check:
+      description:
+        - C(tool) (C(show_gids) when it ran, else null), C(error) (why it could not be read, else null) and
+          C(findings) (C(gid_table_mismatch), C(gid_index_mismatch)) where C(show_gids) and sysfs disagree.
+      returned: always
+      type: dict
+      sample: {tool: show_gids, error: null, findings: []}
 verbs:
   description: Whether C(ibv_devinfo) ran and its output was used.
   returned: always
@@ -125,7 +135,7 @@ verbs:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, rdma, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, rdma, rdma_tools, sysfs
 
 
 def main():
@@ -155,10 +165,21 @@ def main():
                 verbs_used = True
             else:
                 module.warn("%s; active_mtu stays unknown" % result.describe())
+    gid_check = {"tool": None, "error": None, "findings": []}
+    show_gids = runner.which("show_gids") if module.params["use_verbs"] and devices else None
+    if show_gids:
+        result = runner.run([show_gids])
+        try:
+            if not result.ok:
+                raise ValueError(result.describe())
+            gid_check.update(tool="show_gids", findings=rdma_tools.cross_check_gids(rdma_tools.parse_show_gids(result.stdout), devices))
+        except ValueError as exc:   # the command failed, or its text is not show_gids'
+            gid_check["error"] = "show_gids: %s" % exc
+            module.warn("%s; the GID table is not cross-checked" % gid_check["error"])
     module.exit_json(
         changed=False,
         verbs=verbs_used,
-        ansible_facts=dict(rdma_devices=devices, rdma_summary=rdma.summarize(devices)),
+        ansible_facts=dict(rdma_devices=devices, rdma_summary=rdma.summarize(devices), rdma_gid_check=gid_check),
     )
 
 

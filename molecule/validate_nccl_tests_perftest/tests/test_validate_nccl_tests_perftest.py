@@ -104,3 +104,41 @@ def test_perftest_installed_and_nothing_left_running(host, perftest_run):
     assert host.package("perftest").is_installed
     # by process name: "pgrep -f" would find the shell that runs it
     assert host.run("pgrep -x ib_write_bw").rc != 0
+
+
+def test_the_lab_run_says_what_nccl_used_and_the_bytes_per_port():
+    (run,) = [r for r in _runs() if r["mode"] == "mpirun"]
+    assert "-x NCCL_DEBUG=INFO" in run["command"] and "-x NCCL_DEBUG_SUBSYS=INIT,NET,ENV" in run["command"]
+    # IB is off in the lab's environment: the replayed socket log is what it promises
+    assert (run["nccl"]["net"], run["nccl"]["expected"]["rdma"], run["nccl"]["passed"]) == ("Socket", False, True)
+    ports = dict((p["port"], p["bytes"]) for p in run["traffic"]["ports"])
+    assert ports == dict(("%s:mlx5_%d/1" % (node, n), 2 * 10737418240) for node in NODES for n in (0, 1))
+    with open(os.path.join(REPORT, "summary.md")) as handle:
+        summary = handle.read()
+    assert "## What NCCL used" in summary
+    assert "## mpirun across the lab: bytes per RDMA port during the run - REPLAYED: counters advanced" in summary
+
+
+def test_what_nccl_used_decides_the_verdict(tmp_path):
+    """Four mpirun runs over a real NCCL log each: the RoCE/GDR one passes, the others fail saying why."""
+    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
+    scenario = os.environ["MOLECULE_SCENARIO_DIRECTORY"]
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", inventory, os.path.join(scenario, "converge.yml"),
+         "-e", "@" + os.path.join(scenario, "vars", "nccl-verdicts.yml"), "-e", "nccl_tests_report_dir=" + str(tmp_path),
+         "-e", "openmpi_ssh_mesh=false"],
+        capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    runs = dict((r["label"], r) for r in json.loads((tmp_path / "runs.json").read_text()) if r["mode"] == "mpirun")
+    assert runs["roce with gdr"]["passed"] is True and runs["roce with gdr"]["nccl"]["gdr"] is True
+    assert "NCCL: inter-node traffic fell back to sockets (NET/Socket) although the profile expects RDMA" in \
+        runs["socket fallback"]["failures"]
+    assert "NCCL: NCCL ran without GPUDirect RDMA although peermem/DMA-BUF is expected" in runs["gdr disabled"]["failures"]
+    wrong = runs["wrong hca and an idle rail"]["failures"]
+    assert "NCCL: NCCL used mlx5_2:1, outside NCCL_IB_HCA=^=mlx5_2" in wrong
+    for node in NODES:
+        assert ("port %s:mlx5_1/1 carried no bytes while 2 port(s) carried traffic although NCCL_IB_HCA=^=mlx5_2 "
+                "lets NCCL use it: a rail down or unused" % node) in wrong
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("# gpufabric.rdma validation\n\n**FAIL**: 1 of 4 run(s) passed.")
+    assert "via NET/IB/2" in summary.split("## What NCCL used")[1]   # the NCCL line quoted as evidence

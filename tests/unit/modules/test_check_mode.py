@@ -14,7 +14,8 @@ from moduletest import calls, run_module, stub_bin, stub_path
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 READ_ONLY = {
-    "nvidia-smi": [["-q", "-x"], ["topo", "-m"], ["--query-gpu=index,compute_cap", "--format=csv,noheader"]],
+    "nvidia-smi": [["-q", "-x"], ["topo", "-m"], ["--query-gpu=index,compute_cap", "--format=csv,noheader"],
+                   ["nvlink", "--status"]],
     "nvcc": [["--version"]],
     "ibv_devinfo": [[]],
     "journalctl": [["-k", "-b", "--no-pager", "-o", "short-iso"]],

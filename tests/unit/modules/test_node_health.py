@@ -87,3 +87,35 @@ def test_fabric_messages_of_the_kernel_log(node, tmp_path):
     fabric = result["observed"]["fabric_events"]
     assert [e["sxid"] for e in fabric["sxid"]] == [20034, 20034, 20034]
     assert fabric["nic_pcie"][0]["limited_by"] == {"speed": "8 GT/s", "width": 8}
+
+
+def test_an_nvlink_down(node):
+    # The 8x A100 listing of leptonai/gpud with GPU 3's twelve links edited to '<inactive>' (the shape of an
+    # inactive link in Azure/azhpc-diagnostics #73's real listing).
+    listing = open(fixture_path("nvlink", "status_a100x8_gpud.txt")).read()
+    head, sep, rest = listing.partition("GPU 3:")
+    block, sep2, tail = rest.partition("GPU 4:")
+    edited = head + sep + "".join(
+        line.split(":")[0] + ": <inactive>\n" if line.strip().startswith("Link") else line + "\n"
+        for line in block.splitlines()) + sep2 + tail
+    (node / "capture" / "nvlink_status.txt").write_text(edited)
+    result = _run(node, expected_gpu_count=8, expected_rdma_devices=1, expected_mtu=1500,
+                  kernel_log=fixture_path("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"), xid_ignore=[13, 109])
+    host = result["observed"]["host"]
+    assert [(f["severity"], f["check"], f["target"]) for f in result["findings"]] == [
+        ("critical", "nvlink_down", host + "/GPU 3")]
+    assert result["findings"][0]["detail"].startswith("all 12 NVLinks of GPU 3")
+    assert result["complete"] is True
+
+
+def test_an_nvlink_listing_that_hangs_is_not_a_pass(node, tmp_path):
+    smi = tmp_path / "nvidia-smi"
+    real = os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi")
+    smi.write_text('#!/bin/sh\n[ "$1" = nvlink ] && exec sleep 60\nexec %s "$@"\n' % real)
+    smi.chmod(0o755)
+    result = _run(node, expected_gpu_count=8, expected_rdma_devices=1, expected_mtu=1500, command_timeout=2,
+                  nvidia_smi_path=str(smi), kernel_log=fixture_path("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"),
+                  xid_ignore=[13, 109])
+    assert result["complete"] is False and result["healthy"] is False
+    assert [f["check"] for f in result["findings"]] == ["nvlink_status"]
+    assert result["unreadable"][0].startswith("nvidia-smi nvlink --status: ")

@@ -125,7 +125,7 @@ def test_job_runs_keeps_only_nccl_tests_jobs():
     ]
     (run,) = slurm.job_runs(jobs)
     assert run == {"label": "slurm allreduce (job 7, 2 nodes)", "host": "n1,n2", "mode": "slurm",
-                   "command": "sbatch /var/tmp/a.sbatch", "rc": 0, "output": "text", "not_run": None}
+                   "command": "sbatch /var/tmp/a.sbatch", "rc": 0, "output": "text", "not_run": None, "env": {}}
 
 
 @pytest.mark.parametrize("expression, message", [
