@@ -110,6 +110,11 @@ stage_lab() {
        || ! grep -q '^## mpirun across the lab: bytes per RDMA port during the run - REPLAYED' build/lab-report/nccl-tests/summary.md; then
       echo "=== the lab's validation report lacks what NCCL used or the per-port table:"; tail -n 30 "$log"; rc=1
     fi
+    # perftest per rail: both rails, both directions of the lab's pair, in the rail x pair table.
+    if [[ $(grep -c '^| ib_write_bw | [01] | .* PASS (mlx5_\([01]\) -> mlx5_\1) | .* PASS (mlx5_\([01]\) -> mlx5_\2) |$' \
+            build/lab-report/perftest/perftest.md 2>/dev/null) != 2 ]]; then
+      echo "=== the lab's perftest report lacks the rail x pair table:"; cat build/lab-report/perftest/perftest.md; rc=1
+    fi
     # The search strategy on the same two nodes: one group (the pair) in one round.
     if ! grep -q '^PASSED: 2 hosts, 1 group runs in 1 rounds' build/lab-report/burnin-search/burnin.md 2>/dev/null; then
       echo "=== the lab's search burn-in report is missing or did not pass:"; tail -n 30 "$log"; rc=1

@@ -35,6 +35,20 @@ def perftest_summary(judged):
     return validation.perftest_markdown(judged)
 
 
+def perftest_plan(pairs, tests, rails_by_host=None):
+    expect_list_of_mappings("perftest_plan", pairs, "a list of pairs, each with server and client")
+    expect_list_of_mappings("perftest_plan", tests, "tests as a list of mappings with name")
+    if rails_by_host is not None:
+        expect("perftest_plan", rails_by_host, (Mapping,), "rails_by_host as a mapping of host to its rail devices")
+    try:
+        return validation.perftest_plan([dict(p) for p in pairs], [dict(t) for t in tests],
+                                        dict((h, list(d) if isinstance(d, (list, tuple)) else d)
+                                             for h, d in (rails_by_host or {}).items()))
+    except ValueError as exc:
+        fail("perftest_plan", str(exc))
+
+
 class FilterModule(object):
     def filters(self):
-        return filters({"pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary})
+        return filters({"pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary,
+                        "perftest_plan": perftest_plan})

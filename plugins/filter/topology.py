@@ -105,6 +105,14 @@ def slurm_topology_conf(source, plugin=None, leaf_spines=None, top_switch="top",
                                         block_sizes=_plain(block_sizes), block_prefix=block_prefix)
 
 
+def topology_node_labels(leaves=None, domains=None):
+    if leaves is not None:
+        leaves = _mapping("topology_node_labels", leaves, "host_leaf_map's result or a mapping of host to leaf switch")
+    if domains is not None:
+        domains = _mapping("topology_node_labels", domains, "nvlink_domains' result or a mapping of host to NVLink domain")
+    return topology.node_labels(leaves, domains)
+
+
 def rail_report(host_topologies, nic_leaves=None):
     host_topologies = _per_host("rail_report", host_topologies, "a mapping of host to nvidia-smi topo -m (text or parsed)")
     if nic_leaves is not None:
@@ -141,4 +149,5 @@ class FilterModule(object):
                         "parse_lldp_neighbors": parse_lldp_neighbors, "host_leaf_map": host_leaf_map,
                         "parse_nvidia_smi_fabric": parse_nvidia_smi_fabric, "nvlink_domains": nvlink_domains,
                         "slurm_topology_conf": slurm_topology_conf, "rail_report": rail_report,
-                        "observed_attachment": observed_attachment, "cabling_check": cabling_check})
+                        "observed_attachment": observed_attachment, "cabling_check": cabling_check,
+                        "topology_node_labels": topology_node_labels})

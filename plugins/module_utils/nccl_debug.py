@@ -700,7 +700,8 @@ def used_text(entry):
                                            ", ".join(entry.get("net_devices") or []) or "devices not shown"))
     else:
         parts.append("no inter-node connection shown (network %s)" % (entry.get("network") or "not shown"))
-    parts.append({True: "GPUDirect RDMA on", False: "GPUDirect RDMA off", None: "GPUDirect RDMA not shown"}[entry.get("gdr")])
+    if entry.get("net") != "Socket":     # over sockets GPUDirect RDMA is not the question
+        parts.append({True: "GPUDirect RDMA on", False: "GPUDirect RDMA off", None: "GPUDirect RDMA not shown"}[entry.get("gdr")])
     if entry.get("channels"):
         parts.append("%d coll channels" % entry["channels"]["coll"])
     return ", ".join(parts)

@@ -690,7 +690,7 @@ def _original(lines, entry):
     return "%s%s=%s" % (entry["key"], entry["op"], '"%s"' % written if " " in written or not written else written)
 
 
-def _conflicts(defs, main, wanted, owned, ours_prefix):
+def _conflicts(defs, main, wanted, owned, ours_prefix, keep_site=()):
     found, seen = [], set()
     for entry in defs:
         lower = entry["key"].lower()
@@ -701,6 +701,8 @@ def _conflicts(defs, main, wanted, owned, ours_prefix):
             kind = "site_hook"
         elif entry["file"] != main:
             kind = "included"
+        elif lower in keep_site and not _marked(entry) and entry["value"] != wanted[lower][1]:
+            kind = "site_value"     # a site's own TopologyPlugin: the same value stays, another is not replaced
         else:
             continue
         found.append({"kind": kind, "file": entry["file"], "line": entry["line"], "key": entry["key"],
@@ -752,13 +754,15 @@ def describe_conflict(conflict):
     return "%s:%d %s=%s" % (shown(conflict["file"]), conflict["line"], conflict["key"], shown(conflict["value"]))
 
 
-def plan_conf(main, files, settings, owned=DEFAULT_OWNED, ours_prefix="", state="present", base=None):
+def plan_conf(main, files, settings, owned=DEFAULT_OWNED, ours_prefix="", state="present", base=None, keep_site=()):
     """What the slurm_conf_settings module does to the main slurm.conf, from the files read so far.
 
     ``files``: {path: text or None} (the main file and what it includes; conf_tree() says what is still
     unread); ``settings``: {key: value} (with state absent only the keys count); ``owned``: keys whose
     value in any file must start with ``ours_prefix`` before we set them (a site's own Prolog or NHC's
-    HealthCheckProgram is never replaced); ``base``: see include_base().
+    HealthCheckProgram is never replaced); ``base``: see include_base(); ``keep_site``: keys whose value in the
+    main file, when a site's own (no marker of ours), is never replaced: the same value is left as it is, another
+    is a conflict (kind site_value).
 
     present: a key we set may not be set in an included file (we edit only the main file); in the main
     file its last line is replaced in place (the site's line kept after our marker), an earlier line of
@@ -766,7 +770,7 @@ def plan_conf(main, files, settings, owned=DEFAULT_OWNED, ours_prefix="", state=
     ``owned``) whose value starts with ``ours_prefix`` or that carry our marker are removed, and a site's
     line we had replaced comes back. Every other byte of the main file stays as it was.
 
-    Returns ``unread``, ``problems`` (conf_tree's), ``conflicts`` ({kind site_hook or included, file,
+    Returns ``unread``, ``problems`` (conf_tree's), ``conflicts`` ({kind site_hook, site_value or included, file,
     line, key, value, setting, wanted}), ``text`` (the main file's new text), ``changed``, ``files``,
     ``settings`` (key -> {value, file, line} or None: what is in effect afterwards) and ``elsewhere``
     (with state absent: our lines in included files, which only the site may remove).
@@ -780,7 +784,8 @@ def plan_conf(main, files, settings, owned=DEFAULT_OWNED, ours_prefix="", state=
         return result
     if state == "present":
         wanted = dict((key.lower(), (key, value)) for key, value in settings.items())
-        result["conflicts"] = _conflicts(tree["defs"], main, wanted, set(k.lower() for k in owned), ours_prefix)
+        result["conflicts"] = _conflicts(tree["defs"], main, wanted, set(k.lower() for k in owned), ours_prefix,
+                                         set(k.lower() for k in keep_site))
         new = text if result["problems"] or result["conflicts"] else _plan_present(text, wanted, ours_prefix)
     else:
         lowered = set(key.lower() for key in keys)

@@ -61,6 +61,15 @@ options:
       - A value starting with this is gpufabric's, e.g. C(/usr/local/sbin/gpufabric-).
     type: str
     required: true
+  keep_site:
+    description:
+      - Keys whose value in the main file, when it is the site's own (a line without the C(managed by
+        gpufabric.rdma) comment), is never replaced - the same value as O(settings) gives is left as it is
+        (nothing changes), another fails naming file and line. For settings that are a choice rather than a
+        program of gpufabric's, such as C(TopologyPlugin).
+    type: list
+    elements: str
+    default: []
   state:
     description:
       - V(present) sets O(settings). V(absent) removes, among the keys of O(settings) and O(owned), the lines of
@@ -200,6 +209,8 @@ def _check_options(module):
     for key in params["owned"]:
         _check_key(module, "owned entry", key)
         owned.add(key.lower())
+    for key in params["keep_site"]:
+        _check_key(module, "keep_site entry", key)
     settings, seen = {}, {}
     for key, value in params["settings"].items():
         _check_key(module, "settings key", key)
@@ -293,9 +304,13 @@ def _problem_line(problem):
 
 def _fail_on_conflict(module, conflicts, main, result):
     first = conflicts[0]
-    more = ["%s (%s)" % (slurm.describe_conflict(c), "the site's own" if c["kind"] == "site_hook" else "an included file")
+    more = ["%s (%s)" % (slurm.describe_conflict(c), "an included file" if c["kind"] == "included" else "the site's own")
             for c in conflicts[1:]]
     key, value, where, line = first["key"], slurm.shown(first["value"]), slurm.shown(first["file"]), first["line"]
+    if first["kind"] == "site_value":
+        module.fail_json(msg="%s=%s in %s line %d is the site's own: gpufabric does not replace it with %s; set the "
+                             "same value in gpufabric's variables, or remove that line%s"
+                             % (key, value, where, line, first["wanted"], _more(more)), **result)
     if first["kind"] == "site_hook":
         module.fail_json(msg="%s=%s in %s line %d is the site's own: gpufabric does not replace it; call %s from %s, "
                              "or remove that line%s" % (key, value, where, line, first["wanted"], value, _more(more)),
@@ -333,6 +348,7 @@ def main():
             settings=dict(type="dict", default={}),
             owned=dict(type="list", elements="str", default=list(slurm.DEFAULT_OWNED)),
             ours_prefix=dict(type="str", required=True),
+            keep_site=dict(type="list", elements="str", default=[]),
             state=dict(type="str", default="present", choices=["present", "absent"]),
             slurm_version=dict(type="str"),
             **commands.ARGUMENT_SPEC
@@ -359,7 +375,7 @@ def main():
     # pass count is bounded by conf_tree's limits (every pass reads at least one new file).
     while True:
         plan = slurm.plan_conf(main_path, files, settings, params["owned"], params["ours_prefix"],
-                               params["state"], base)
+                               params["state"], base, params["keep_site"])
         if not plan["unread"]:
             break
         for item in plan["unread"]:

@@ -199,3 +199,32 @@ def test_bad_settings_fail_before_anything_is_read(etc, settings, message):
 def test_a_missing_main_file_fails_naming_it(etc):
     result = run(etc / "slurm.conf")
     assert result["failed"] is True and result["msg"].startswith("%s does not exist" % (etc / "slurm.conf"))
+
+
+TOPOLOGY = {"TopologyPlugin": "topology/tree"}
+
+
+def test_keep_site_leaves_the_same_value_and_refuses_another(etc):
+    same = write(etc / "slurm.conf", SITE + "TopologyPlugin=topology/tree\n")
+    before = untouched(same)
+    result = run(same, TOPOLOGY, keep_site=["TopologyPlugin"], owned=[])
+    assert result["changed"] is False and "failed" not in result and untouched(same) == before
+    other = write(etc / "slurm.conf", SITE + "TopologyPlugin=topology/block\n")
+    before = untouched(other)
+    result = run(other, TOPOLOGY, keep_site=["TopologyPlugin"], owned=[])
+    assert result["failed"] is True and untouched(other) == before
+    assert result["msg"] == ("TopologyPlugin=topology/block in %s line 5 is the site's own: gpufabric does not replace it "
+                             "with topology/tree; set the same value in gpufabric's variables, or remove that line" % other)
+    # without keep_site the same line would be replaced (the site's kept in the comment): the module's default
+    assert run(other, TOPOLOGY, owned=[], check_mode=True)["changed"] is True
+
+
+def test_keep_site_replaces_our_own_line_and_refuses_an_included_one(etc):
+    main = write(etc / "slurm.conf", SITE + "TopologyPlugin=topology/block # managed by gpufabric.rdma\n")
+    result = run(main, TOPOLOGY, keep_site=["TopologyPlugin"], owned=[])
+    assert result["changed"] is True
+    assert main.read_text().endswith("TopologyPlugin=topology/tree # managed by gpufabric.rdma\n")
+    write(etc / "slurm.conf", SITE + "Include conf.d/topology.conf\n")
+    write(etc / "conf.d" / "topology.conf", "TopologyPlugin=topology/tree\n")
+    result = run(etc / "slurm.conf", TOPOLOGY, keep_site=["TopologyPlugin"], owned=[])
+    assert result["failed"] is True and "is set in a file that" in result["msg"]

@@ -25,7 +25,7 @@ def registered(stdout, rc=0):
 def test_every_topology_filter_is_exported():
     assert set(F) == {"parse_ibnetdiscover", "fabric_tree", "parse_lldp_neighbors", "host_leaf_map",
                       "parse_nvidia_smi_fabric", "nvlink_domains", "slurm_topology_conf", "rail_report",
-                      "observed_attachment", "cabling_check"}
+                      "observed_attachment", "cabling_check", "topology_node_labels"}
 
 
 def test_ibnetdiscover_to_topology_conf_from_a_registered_result():
@@ -110,3 +110,24 @@ def test_the_conf_text_round_trips_through_slurms_hostlists():
             listed += slurm.expand_hostlist(line.split("Nodes=", 1)[1])
     assert listed == sorted(mapping)
     assert "SwitchName=spine1 Switches=leaf[1-4]\n" in text and "SwitchName=top" not in text
+
+
+def test_node_labels_from_the_real_fabric_and_from_maps():
+    """The X5 fabric's host -> leaf (ibnetdiscover with its node_name_map) as Kubernetes labels; NVLink domains as
+    the block names topology.conf gives them; a leaf name that cannot be a label value is named."""
+    parsed = F["parse_ibnetdiscover"](read("ibnetdiscover", "x5_psmn_qdr_hpc_toolset.txt"),
+                                      node_name_map=read("ibnetdiscover", "x5_psmn_node_name_map.txt"))
+    leaves = F["host_leaf_map"](parsed)
+    labels = F["topology_node_labels"](leaves)
+    assert len(labels) == 86
+    assert labels["r815lin104"]["gpufabric.io/leaf"] == "ib-0002c902004827b0"
+    assert labels["r815lin104"]["gpufabric.io/leaf"] == leaves["hosts"]["r815lin104"]["leaf"]
+    blocks = F["topology_node_labels"](None, {"gpu01": "rack-a", "gpu02": "rack-a", "gpu03": "rack-b"})
+    conf = F["slurm_topology_conf"]({"gpu01": "rack-a", "gpu02": "rack-a", "gpu03": "rack-b"}, plugin="block")
+    assert blocks == {"gpu01": {"gpufabric.io/nvlink-domain": "block1"}, "gpu02": {"gpufabric.io/nvlink-domain": "block1"},
+                      "gpu03": {"gpufabric.io/nvlink-domain": "block2"}}
+    assert "BlockName=block2 Nodes=gpu03" in conf
+    # no spines label: on this real fabric one leaf's spines joined run to 68 characters, past a label value's 63
+    assert all(set(host_labels) == {"gpufabric.io/leaf"} for host_labels in labels.values())
+    with pytest.raises(AnsibleFilterError, match="leaf of gpu01 'leaf 1' cannot be a Kubernetes label value"):
+        F["topology_node_labels"]({"gpu01": "leaf 1"})

@@ -115,3 +115,44 @@ def test_the_baselines_section_is_lines_not_escaped_text(read_fixture):
     markdown = validation.summary_markdown([run])
     assert "## Baselines\n\n- ar -g 8: 365 GB/s = 100 % of the H200x8 NVLink baseline\n" in markdown
     assert "\\n" not in markdown
+
+
+# ----------------------------------------------------------------------------- perftest per rail
+
+def test_perftest_plan_per_pair_and_per_rail():
+    pairs, tests = [{"server": "a", "client": "b"}], [{"name": "ib_write_bw"}]
+    assert validation.perftest_plan(pairs, tests, {"a": [], "b": []}) == [[pairs[0], tests[0], None]]
+    plan = validation.perftest_plan(pairs, tests, {"a": ["mlx5_0", "mlx5_3"], "b": ["mlx5_0", "mlx5_2"]})
+    assert [(p["client"], p["server"], r["index"], r["client_device"], r["server_device"]) for p, t, r in plan] == [
+        ("b", "a", 0, "mlx5_0", "mlx5_0"), ("a", "b", 0, "mlx5_0", "mlx5_0"),
+        ("b", "a", 1, "mlx5_2", "mlx5_3"), ("a", "b", 1, "mlx5_3", "mlx5_2")]
+
+
+@pytest.mark.parametrize("rails, message", [
+    ({"a": ["mlx5_0", "mlx5_1"], "b": ["mlx5_0"]},
+     "per-rail perftest needs as many rails on both hosts: b has 1 \\(mlx5_0\\), a has 2 \\(mlx5_0, mlx5_1\\)"),
+    ({"a": ["-d mlx5_0"], "b": ["mlx5_0"]}, "perftest_rails of a: '-d mlx5_0' is not an RDMA device name"),
+    ({"a": "mlx5_0"}, "perftest_rails of a must be a list of RDMA device names, got 'mlx5_0'"),
+])
+def test_perftest_plan_refuses(rails, message):
+    with pytest.raises(ValueError, match=message):
+        validation.perftest_plan([{"server": "a", "client": "b"}], [{"name": "ib_write_bw"}], rails)
+
+
+def test_the_rail_table_names_the_rail_that_failed(read_fixture):
+    """perftest issue #273's real ib_write_bw output on every rail but one, where the client found no device."""
+    good = read_fixture("perftest", "write_bw_gbits_perftest-273.txt")
+    plan = validation.perftest_plan([{"server": "a", "client": "b"}], [{"name": "ib_write_bw"}],
+                                    {"a": ["mlx5_0", "mlx5_1"], "b": ["mlx5_0", "mlx5_1"]})
+    results = [{"test": t["name"], "server": p["server"], "client": p["client"], "rail": r, "client_rc": 0,
+                "stdout": good if (r["index"], p["client"]) != (1, "a") else "", "stderr": ""} for p, t, r in plan]
+    results[3]["stderr"], results[3]["client_rc"] = "Couldn't connect to 10.0.0.2:18518", 1
+    judged = validation.judge_perftest(results)
+    assert [r["passed"] for r in judged] == [True, True, True, False]
+    assert judged[3]["failures"] == ["ib_write_bw a -> b rail 1 (mlx5_1 -> mlx5_1): no result (client exit 1); "
+                                     "perftest printed: Couldn't connect to 10.0.0.2:18518"]
+    markdown = validation.perftest_markdown(judged)
+    table = markdown.split("## Rails")[1].split("## Failures")[0]
+    assert "| test | rail | b -> a | a -> b |" in table
+    rows = [line for line in table.splitlines() if line.startswith("| ib_write_bw |")]
+    assert len(rows) == 2 and "no result FAIL (mlx5_1 -> mlx5_1)" in rows[1] and "PASS (mlx5_0 -> mlx5_0)" in rows[0]
