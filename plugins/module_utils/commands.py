@@ -145,3 +145,11 @@ class Runner(object):
         result = run(argv, timeout or self.timeout, env=self.env, cwd=cwd, data=data)
         self.calls.append(result)
         return result
+
+
+def module_runner(module):
+    """The Runner of a module's command_timeout option; a bad value fails the module naming it."""
+    try:
+        return Runner(module.params["command_timeout"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))

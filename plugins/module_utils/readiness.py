@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import topology
 from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
 
@@ -90,12 +91,30 @@ def cluster_findings(records, expected_gpu_count=None):
         found.append(finding("gpu_count_consistency", "warning", "cluster",
                              ", ".join("%s has %d" % (h, c) for h, c in sorted(counts.items())) + " GPUs",
                              "set expected_gpu_count to say which is right; a node with fewer GPUs may have lost one"))
+    found += rail_findings(records)
     profiles = dict((host, ((records[host] or {}).get("nccl") or {}).get("profile")) for host in records)
     if len(set(p for p in profiles.values() if p)) > 1:
         found.append(finding("nccl_profile_consistency", "warning", "cluster",
                              ", ".join("%s uses %s" % (h, p) for h, p in sorted(profiles.items())),
                              "nodes that train together need the same fabric; check the nodes whose profile differs"))
     return found
+
+
+def rail_findings(records):
+    """Nodes whose GPU -> closest NIC map (nvidia-smi topo -m, kept by discovery) differs from the majority's: NCCL
+    pairs GPU k with the NIC of rail k on every node, so a node with two NICs swapped halves a job's bandwidth."""
+    maps = {}
+    for host in sorted(records):
+        gpu_nics = (((records[host] or {}).get("gpu") or {}).get("topology") or {}).get("gpu_nics")
+        if gpu_nics and any(gpu_nics.values()):
+            maps[host] = {"gpu_nics": gpu_nics}
+    if len(maps) < 2:
+        return []
+    report = topology.rail_report(maps)
+    return [finding("rail_mismatch", "warning", entry["host"], entry["text"],
+                    "check the NIC enumeration on that node (BIOS, PCIe switch firmware, udev names) against the others; "
+                    "until it matches, give it its own NCCL_IB_HCA order or NCCL_CROSS_NIC=1")
+            for entry in report["differing"]]
 
 
 def build_report(records, expected_gpu_count=None):

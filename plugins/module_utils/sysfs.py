@@ -24,6 +24,14 @@ _DEVICE_ATTRS = ("node_type", "fw_ver", "hca_type", "board_id", "node_guid", "sy
 _PORT_ATTRS = ("link_layer", "state", "phys_state", "rate", "lid", "sm_lid")
 
 
+def checked_root(module):
+    """A module's sysfs_root option; a warning naming it when it does not exist (a mistyped capture path)."""
+    root = module.params["sysfs_root"]
+    if not os.path.isdir(root):
+        module.warn("sysfs_root %s does not exist: no RDMA device can be read there" % root)
+    return root
+
+
 def listdir(path):
     """Sorted names in a directory; [] when it does not exist or cannot be read."""
     try:
@@ -97,10 +105,18 @@ def read_data_counters(sysfs_root="/sys"):
     hw_counters (erdma, efa: tx_bytes, rx_bytes, ...), those; rdma_tools.port_counter_deltas reads both.
     """
     readings = read_port_counters(sysfs_root, tuple(rdma_tools.WORD_COUNTERS))
+    for target, values in read_hw_counters(sysfs_root, rdma_tools.BYTE_COUNTERS).items():
+        readings.setdefault(target, {}).update(values)
+    return readings
+
+
+def read_hw_counters(sysfs_root, names):
+    """{'mlx5_0/1': {name: value}} of the ports' hw_counters among ``names`` that read as numbers."""
+    readings = {}
     base = os.path.join(sysfs_root, "class", "infiniband")
     for device in listdir(base):
         for port in listdir(os.path.join(base, device, "ports")):
-            for name in rdma_tools.BYTE_COUNTERS:
+            for name in names:
                 value = count(read_attr(os.path.join(base, device, "ports", port, "hw_counters", name)))
                 if value is not None:
                     readings.setdefault("%s/%s" % (device, port), {})[name] = value
@@ -135,13 +151,9 @@ def read_grey_counters(sysfs_root="/sys", netdevs=()):
     for target, values in read_port_counters(sysfs_root).items():
         for name, value in values.items():
             counters["%s|%s" % (target, name)] = value
-    base = os.path.join(sysfs_root, "class", "infiniband")
-    for device in listdir(base):
-        for port in listdir(os.path.join(base, device, "ports")):
-            for name in rates.HW_COUNTERS:
-                value = count(read_attr(os.path.join(base, device, "ports", port, "hw_counters", name)))
-                if value is not None:
-                    counters["%s/%s|%s" % (device, port, name)] = value
+    for target, values in read_hw_counters(sysfs_root, rates.HW_COUNTERS).items():
+        for name, value in values.items():
+            counters["%s|%s" % (target, name)] = value
     for netdev in netdevs:
         value = count(read_attr(os.path.join(sysfs_root, "class", "net", netdev, "carrier_changes")))
         if value is not None:

@@ -172,10 +172,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        runner = commands.Runner(module.params["command_timeout"])
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
+    runner = commands.module_runner(module)
     peermem = gpu.parse_peermem(files.read_text(os.path.join(module.params["procfs_root"], "modules")) or "")
     toolkit = _cuda_toolkit(runner)
 

@@ -132,8 +132,6 @@ verbs:
   type: bool
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, rdma, rdma_tools, sysfs
 
@@ -147,13 +145,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        runner = commands.Runner(module.params["command_timeout"])
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    sysfs_root = module.params["sysfs_root"]
-    if not os.path.isdir(sysfs_root):
-        module.warn("sysfs_root %s does not exist: no RDMA device can be read there" % sysfs_root)
+    runner = commands.module_runner(module)
+    sysfs_root = sysfs.checked_root(module)
     devices = sysfs.read_rdma_devices(sysfs_root)
     verbs_used = False
     if module.params["use_verbs"] and devices:

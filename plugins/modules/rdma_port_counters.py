@@ -60,7 +60,6 @@ counters:
     erdma_0/1: {tx_bytes: 12004433592, rx_bytes: 11875584573}
 """
 
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, rdma_tools, sysfs
@@ -98,13 +97,8 @@ def main():
         argument_spec=dict(sysfs_root=dict(type="path", default="/sys"), **commands.ARGUMENT_SPEC),
         supports_check_mode=True,
     )
-    try:
-        runner = commands.Runner(module.params["command_timeout"])
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    sysfs_root = module.params["sysfs_root"]
-    if not os.path.isdir(sysfs_root):
-        module.warn("sysfs_root %s does not exist: no RDMA port can be read there" % sysfs_root)
+    runner = commands.module_runner(module)
+    sysfs_root = sysfs.checked_root(module)
     module.exit_json(changed=False, counters=read_counters(module, runner, sysfs_root))
 
 

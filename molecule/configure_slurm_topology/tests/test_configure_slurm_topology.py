@@ -34,7 +34,7 @@ def _topology(host):
 
 def test_tree_is_what_slurm_shows(host):
     conf = host.file("/etc/slurm/topology.conf").content_string
-    generated = dict(re.match(r"SwitchName=(\S+)", line).group(1) for line in conf.splitlines() if line.startswith("SwitchName="))
+    generated = set(re.match(r"SwitchName=(\S+)", line).group(1) for line in conf.splitlines() if line.startswith("SwitchName="))
     shown = _topology(host)
     assert set(shown) == {"leaf1", "leaf2", "spine1"} and set(shown) == set(generated)
     assert shown["leaf1"]["Nodes"] == "gpu[01-04]" and shown["leaf2"]["Nodes"] == "gpu[05-08]"

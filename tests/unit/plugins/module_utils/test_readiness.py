@@ -110,3 +110,18 @@ def test_markdown_and_text(roce_node):
 def test_rejects_non_mapping():
     with pytest.raises(TypeError, match="mapping of host name"):
         readiness.build_report([])
+
+
+def test_readiness_names_the_node_with_two_nics_swapped(read_fixture):
+    """Three nodes' nvidia-smi topo -m as discovery keeps it (gpu_facts' topology): two real aihub captures and the
+    first one edited with mlx5_2 and mlx5_5 swapped (tests/unit/fixtures/README.md)."""
+    def record(name):
+        topo = gpu.parse_nvidia_topo(read_fixture("nvidia_smi_fabric", name))
+        return {"gpu": {"present": True, "count": 8, "topology": topo}, "rdma_devices": [], "interfaces": []}
+    records = {"node07": record("topo_nv18x8_12nic_aihub0007.txt"),
+               "node08": record("topo_nv18x8_12nic_aihub0008_glued_cells.txt"),
+               "node09": record("topo_nv18x8_12nic_aihub0007_edited_swap.txt")}
+    rails = [f for f in readiness.cluster_findings(records) if f["check"] == "rail_mismatch"]
+    assert [(f["severity"], f["target"]) for f in rails] == [("warning", "node09")]
+    assert rails[0]["detail"].endswith("(two NICs swapped: mlx5_2 and mlx5_5 swapped between GPU2 and GPU3)")
+    assert readiness.cluster_findings({"node07": records["node07"]}) == []
