@@ -33,7 +33,7 @@ def node_summary(records):
     return report.node_summary(_records("node_summary", records))
 
 
-def readiness_report(records, expected_gpu_count=None):
+def readiness_report(records, expected_gpu_count=None, nccl_check=None):
     if expected_gpu_count not in (None, ""):
         try:
             expected_gpu_count = int(expected_gpu_count)
@@ -41,7 +41,11 @@ def readiness_report(records, expected_gpu_count=None):
             raise ValueError("expected_gpu_count must be a whole number, got %r" % (expected_gpu_count,))
     else:
         expected_gpu_count = None
-    return readiness.build_report(_records("readiness_report", records), expected_gpu_count)
+    if nccl_check is not None and (not isinstance(nccl_check, (list, tuple)) or
+                                   not all(isinstance(run, Mapping) for run in nccl_check)):
+        raise ValueError("nccl_check must be nccl_tests_judge's result (a list of judged runs), got %r" % (nccl_check,))
+    return readiness.build_report(_records("readiness_report", records), expected_gpu_count,
+                                  None if nccl_check is None else [dict(run) for run in nccl_check])
 
 
 def readiness_markdown(report_data):

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug, topology
 from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
 
@@ -117,8 +117,31 @@ def rail_findings(records):
             for entry in report["differing"]]
 
 
-def build_report(records, expected_gpu_count=None):
-    """The whole report: per node facts and findings, cluster findings, and `ready`."""
+def nccl_check_findings(judged):
+    """The readiness NCCL check (a short multi-node nccl-tests run with NCCL_DEBUG=INFO, nccl_tests_judge's result):
+    critical when NCCL went another way than the profile promises, or when the run gave no verdict on it (it did
+    not run, failed, or printed no NCCL line: unknown is not ready); info with what NCCL used when it passed."""
+    found = []
+    for run in judged or []:
+        label = run.get("label") or "readiness NCCL check"
+        entry = run.get("nccl")
+        if entry and entry.get("passed"):
+            found.append(finding("nccl_path", "info", "cluster", "%s: %s" % (label, nccl_debug.used_text(entry)),
+                                 "nothing to do; the full check is gpufabric.rdma.validate"))
+            continue
+        if entry:
+            why = "; ".join(r["reason"] for r in entry.get("reasons") or [] if r.get("ok") is False)
+        else:
+            why = "; ".join(run.get("failures") or []) or "no NCCL INFO line to judge"
+        found.append(finding("nccl_path", "critical", "cluster", "%s: %s" % (label, why),
+                             "see the run's summary.md (What NCCL used) and the NCCL lines it quotes; fix the transport, "
+                             "NCCL_IB_HCA or GPUDirect RDMA, then run the check again"))
+    return found
+
+
+def build_report(records, expected_gpu_count=None, nccl_check=None):
+    """The whole report: per node facts and findings, cluster findings, and `ready`. ``nccl_check``: the judged
+    runs of the readiness NCCL check, when it was asked for."""
     if not isinstance(records, dict):
         raise TypeError("readiness_report expects a mapping of host name to node record")
     if expected_gpu_count is not None:
@@ -139,6 +162,10 @@ def build_report(records, expected_gpu_count=None):
             "findings": node_findings(host, record, expected_gpu_count),
         }
     cluster = cluster_findings(records, expected_gpu_count)
+    if nccl_check is not None:
+        cluster += nccl_check_findings(nccl_check) or [finding(
+            "nccl_path", "critical", "cluster", "the readiness NCCL check was asked for but no run was judged",
+            "check that the check's play ran on the nodes (nccl-tests binaries in nccl_tests_bin_dir)")]
     every = [f for n in nodes.values() for f in n["findings"]] + cluster
     counts = count_findings(every)
     return {

@@ -945,7 +945,7 @@ def parse_nvidia_smi_fabric(text):
 
 
 def nvlink_domains(per_host):
-    """{host: nvidia-smi -q text/XML or parse_nvidia_smi_fabric result} -> {domains: [{cluster_uuid,
+    """{host: nvidia-smi -q text/XML, parse_nvidia_smi_fabric's result, gpu_facts' fabric or None} -> {domains: [{cluster_uuid,
     clique_id, hosts}], host_domain: {host: 'uuid/clique' or None}, no_domain: {host: reason}, warnings}.
     Domains are ordered by their first host, in natural order."""
     if not isinstance(per_host, dict):
@@ -953,7 +953,11 @@ def nvlink_domains(per_host):
     groups, host_domain, no_domain, warnings = {}, {}, {}, []
     for host in sorted(per_host, key=natural_key):
         value = per_host[host]
-        if not (isinstance(value, dict) and "gpus" in value and "domain" in value):
+        if value is None:
+            host_domain[host] = None
+            no_domain[host] = "no NVLink facts for this host (run gpufabric.rdma.discover)"
+            continue
+        if not (isinstance(value, dict) and "domain" in value):   # parse_nvidia_smi_fabric's or gpu_facts' fabric
             try:
                 value = parse_nvidia_smi_fabric(value)
             except (TopologyError, _text.TextError) as exc:

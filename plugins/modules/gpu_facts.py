@@ -132,12 +132,21 @@ ansible_facts:
           type: dict
           returned: always
           sample: {"loaded": true, "module": "nvidia_peermem"}
+        fabric:
+          description:
+            - The node's NVLink domain from the Fabric fields of the same C(nvidia-smi -q -x) (GB200 NVL72 and other
+              multi-node NVLink systems), C(domain) (C(cluster_uuid), C(clique_id)) or null, and C(reason) when null
+              (HGX H100/H200 report an all-zero ClusterUUID, so no multi-node domain). Role
+              P(gpufabric.rdma.topology#role) makes a C(topology/block) block per domain from it.
+          type: dict
+          returned: when GPUs were found
+          sample: {"domain": {"cluster_uuid": "8a6c0d1e-...", "clique_id": 32766}, "reason": null}
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, topology as fabric_topology
 
 DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 
@@ -198,6 +207,12 @@ def main():
         module.warn(message)
         module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem, toolkit, message)))
 
+    try:   # the same XML's Fabric fields: only the domain and why there is none (per-GPU health would churn the record)
+        fabric = fabric_topology.parse_nvidia_smi_fabric(result.stdout)
+        fabric = {"domain": fabric["domain"], "reason": fabric["reason"]}
+    except ValueError as exc:
+        fabric = {"domain": None, "reason": "the Fabric fields could not be read: %s" % exc}
+
     topology = dict(matrix={}, nics={}, gpu_nics={}, cpu_affinity={}, numa_affinity={})
     result = runner.run([smi, "topo", "-m"])
     if result.ok:
@@ -217,7 +232,8 @@ def main():
         if cap and cap not in distinct:
             distinct.append(cap)
     facts.update(present=True, topology=topology, nvlink=gpu.has_nvlink(topology), peermem=peermem,
-                 compute_capabilities=distinct, nvcc_gencode=gpu.nvcc_gencode(distinct), cuda_toolkit=toolkit)
+                 compute_capabilities=distinct, nvcc_gencode=gpu.nvcc_gencode(distinct), cuda_toolkit=toolkit,
+                 fabric=fabric)
     module.exit_json(changed=False, ansible_facts=dict(gpu=facts))
 
 

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, gpu, nccl, readiness, report
+from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, gpu, nccl, readiness, report, validation
 
 
 @pytest.fixture
@@ -125,3 +125,26 @@ def test_readiness_names_the_node_with_two_nics_swapped(read_fixture):
     assert [(f["severity"], f["target"]) for f in rails] == [("warning", "node09")]
     assert rails[0]["detail"].endswith("(two NICs swapped: mlx5_2 and mlx5_5 swapped between GPU2 and GPU3)")
     assert readiness.cluster_findings({"node07": records["node07"]}) == []
+
+
+def test_the_readiness_nccl_check_joins_the_verdict(read_fixture):
+    """A short mpirun run judged on what NCCL used (real NCCL logs before the real 8x H200 table): sockets where
+    the profile promises RDMA is not ready; the RoCE/GDR log is an info line; a run with no verdict is not ready."""
+    def run(log, label):
+        return {"label": label, "mode": "mpirun", "rc": 0, "command": "mpirun", "not_run": None, "env": {},
+                "output": read_fixture("nccl_debug", log) + read_fixture("nccl_tests", "all_reduce_g8_h200x8.txt")}
+    judged = validation.judge([run("socket_fallback_efa_4node_trainingoneks.txt", "sockets"),
+                               run("ib_roce_gdrdma_2node_slurmv4.txt", "roce")], nccl_debug={"profile": "roce"})
+    records = {"n1": {"gpu": {"present": True, "count": 8}}}
+    report = readiness.build_report(records, nccl_check=judged)
+    found = [(f["severity"], f["detail"]) for f in report["cluster_findings"] if f["check"] == "nccl_path"]
+    assert found[0] == ("critical", "sockets: inter-node traffic fell back to sockets (NET/Socket) although the "
+                                    "profile expects RDMA")
+    assert found[1][0] == "info" and found[1][1].startswith("roce: NCCL 2.27.5, NET/IB (RoCE) over mlx5_0:1")
+    assert report["ready"] is False
+    not_run = validation.judge([dict(run("ib_roce_gdrdma_2node_slurmv4.txt", "x"), not_run="check mode")],
+                               nccl_debug={"profile": "roce"})
+    assert readiness.build_report(records, nccl_check=not_run)["ready"] is False
+    assert readiness.build_report(records, nccl_check=[])["cluster_findings"][0]["detail"] == (
+        "the readiness NCCL check was asked for but no run was judged")
+    assert readiness.build_report(records)["ready"] is True
