@@ -7,8 +7,6 @@ import os
 import re
 import subprocess
 
-import pytest
-
 SCENARIO = os.environ.get("MOLECULE_SCENARIO_DIRECTORY", "")
 REPORT = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"), "topology")
 
