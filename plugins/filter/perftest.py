@@ -27,12 +27,14 @@ def perftest_judge(results, min_bw_gbps=None, max_lat_us=None):
                                      number_or_none("perftest_judge", "max_lat_us", max_lat_us))
 
 
-def perftest_summary(judged):
+def perftest_summary(judged, replayed_from=None):
     expect_list_of_mappings("perftest_summary", judged, "a list of judged perftest results (perftest_judge's result)")
     for index, run in enumerate(judged):
         if not isinstance(run.get("result"), Mapping) or "failures" not in run:
             fail("perftest_summary", "expects perftest_judge's result; item %d is not a judged result" % index)
-    return validation.perftest_markdown(judged)
+    if replayed_from is not None and not isinstance(replayed_from, str):
+        fail("perftest_summary", "replayed_from must be a string, got %r" % (replayed_from,))
+    return validation.perftest_markdown(judged, replayed_from or None)
 
 
 def perftest_plan(pairs, tests, rails_by_host=None):

@@ -589,10 +589,13 @@ def judge_perftest(results, min_bw_gbps=None, max_lat_us=None):
     return judged
 
 
-def perftest_markdown(judged):
-    """perftest.md: one line per test and pair, then the failures."""
-    lines = ["# gpufabric.rdma perftest", "", "| test | client -> server | size (B) | result | verdict |",
-             "|---|---|---|---|---|"]
+def perftest_markdown(judged, replayed_from=None):
+    """perftest.md: one line per test and pair, the rail x pair table, then the failures. ``replayed_from``: where a
+    stand-in's figures come from (the lab), said above the tables."""
+    lines = ["# gpufabric.rdma perftest", ""]
+    if replayed_from:
+        lines += ["Figures REPLAYED from %s, not measured." % check_line("replayed_from", replayed_from), ""]
+    lines += ["| test | client -> server | size (B) | result | verdict |", "|---|---|---|---|---|"]
     for run in judged:
         rows = run["result"].get("rows") or []
         last = rows[-1] if rows else None

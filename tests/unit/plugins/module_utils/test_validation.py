@@ -151,7 +151,8 @@ def test_the_rail_table_names_the_rail_that_failed(read_fixture):
     assert [r["passed"] for r in judged] == [True, True, True, False]
     assert judged[3]["failures"] == ["ib_write_bw a -> b rail 1 (mlx5_1 -> mlx5_1): no result (client exit 1); "
                                      "perftest printed: Couldn't connect to 10.0.0.2:18518"]
-    markdown = validation.perftest_markdown(judged)
+    markdown = validation.perftest_markdown(judged, replayed_from="a capture")
+    assert markdown.startswith("# gpufabric.rdma perftest\n\nFigures REPLAYED from a capture, not measured.\n")
     table = markdown.split("## Rails")[1].split("## Failures")[0]
     assert "| test | rail | b -> a | a -> b |" in table
     rows = [line for line in table.splitlines() if line.startswith("| ib_write_bw |")]
