@@ -21,11 +21,6 @@ description:
     exist (a mistyped capture path) gives the empty list and a warning naming it.
   - Read-only; supports check mode.
 options:
-  sysfs_root:
-    description:
-      - Root of the sysfs tree to read, so that a captured copy of C(/sys) can be inspected.
-    type: path
-    default: /sys
   use_verbs:
     description:
       - Run C(ibv_devinfo) (when found) to add C(active_mtu) to each port.
@@ -36,6 +31,7 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  - gpufabric.rdma.sysfs_root
   - gpufabric.rdma.facts_module
   - gpufabric.rdma.command_timeout
 notes:

@@ -22,13 +22,8 @@ description:
   - Returns readings only and sets no fact; P(gpufabric.rdma.port_counter_deltas#filter) turns two readings into
     bytes per port, and role P(gpufabric.rdma.nccl_tests#role) reads them before and after each mpirun run.
   - Read-only; supports check mode. A device whose counters cannot be read is left out with a warning.
-options:
-  sysfs_root:
-    description:
-      - Root of the sysfs tree to read, so that a captured copy of C(/sys) can be inspected.
-    type: path
-    default: /sys
 extends_documentation_fragment:
+  - gpufabric.rdma.sysfs_root
   - gpufabric.rdma.command_timeout
 seealso:
   - module: gpufabric.rdma.rdma_devices

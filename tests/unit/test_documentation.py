@@ -4,6 +4,7 @@ values of the documented types."""
 
 import ast
 import glob
+import importlib
 import os
 
 import pytest
@@ -32,15 +33,24 @@ def _has_jinja(value):
     return "{{" in yaml.safe_dump(value)
 
 
+def _fragment_options(name):
+    fragment = importlib.import_module("ansible_collections.gpufabric.rdma.plugins.doc_fragments." + name)
+    return yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION).get("options") or {}
+
+
 @pytest.mark.parametrize("path", MODULES, ids=os.path.basename)
 def test_module_examples_call_the_module_with_its_options(path):
     name = os.path.basename(path)[:-3]
     docs = _module_docs(path)
     documentation = yaml.safe_load(docs["DOCUMENTATION"])
     assert documentation["module"] == name
-    known = set(documentation.get("options") or {})
-    for option in documentation.get("options") or {}:
-        known.update((documentation["options"][option].get("aliases") or []))
+    options = dict(documentation.get("options") or {})
+    for fragment in documentation.get("extends_documentation_fragment") or []:
+        if fragment.startswith("gpufabric.rdma."):   # the collection's own fragments add options (sysfs_root, ...)
+            options.update(_fragment_options(fragment.split(".")[-1]))
+    known = set(options)
+    for option in options:
+        known.update((options[option].get("aliases") or []))
     tasks = yaml.safe_load(docs["EXAMPLES"])
     assert isinstance(tasks, list) and tasks
     calls = [t["gpufabric.rdma." + name] for t in tasks if "gpufabric.rdma." + name in t]
