@@ -34,9 +34,12 @@ def test_tree_is_what_slurm_shows(host):
     conf = host.file("/etc/slurm/topology.conf").content_string
     generated = set(re.match(r"SwitchName=(\S+)", line).group(1) for line in conf.splitlines() if line.startswith("SwitchName="))
     shown = _topology(host)
-    assert set(shown) == {"leaf1", "leaf2", "spine1"} and set(shown) == set(generated)
+    assert set(shown) == {"leaf01", "leaf1", "leaf2", "spine1", "top"} and set(shown) == set(generated)
     assert shown["leaf1"]["Nodes"] == "gpu[01-04]" and shown["leaf2"]["Nodes"] == "gpu[05-08]"
     assert shown["spine1"]["Switches"] == "leaf[1-2]"
+    # the controller's leaf came from its LLDP neighbours (the first of its two NICs' leaves), the rest from the map
+    assert shown["leaf01"]["Nodes"] == "gpufabric-topology-ctl"
+    assert shown["top"]["Switches"] == "leaf01,spine1"
     assert "TopologyPlugin=topology/tree # managed by gpufabric.rdma" in host.file("/etc/slurm/slurm.conf").content_string
     assert re.search(r"^TopologyPlugin\s*=\s*topology/tree$", host.check_output("scontrol show config"), re.M)
     labels = json.load(open(os.path.join(REPORT, "node-labels.json")))
