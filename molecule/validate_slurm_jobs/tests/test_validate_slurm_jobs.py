@@ -124,3 +124,5 @@ def test_nccl_tests_role_runs_through_slurm():
     hosts = sorted(rank["host"] for rank in run["result"]["ranks"])
     assert hosts == [NODES[0], NODES[0], NODES[1], NODES[1]]
     assert run["passed"] is True
+    # the Slurm job ran with NCCL_DEBUG=INFO: what NCCL used (the replayed socket log) is judged against IB off
+    assert (run["nccl"]["net"], run["nccl"]["expected"]["rdma"], run["nccl"]["passed"]) == ("Socket", False, True)
