@@ -117,6 +117,12 @@ def render_table(header, rows):
     return "\n".join(lines)
 
 
+def markdown_table(header, rows):
+    """A Markdown table's lines: the header, its rule, a line per row; a None cell shows as '-'."""
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join("-" if c is None else str(c) for c in row) + " |" for row in rows])
+
+
 SUMMARY_HEADER = ["node", "os", "kernel", "cpus", "mem GiB", "GPUs", "RDMA (active ports)", "interfaces (mtu)", "NCCL profile"]
 
 

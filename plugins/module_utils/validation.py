@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, perftest, rdma_tools
 from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug as nccl_debug_mod
 from ansible_collections.gpufabric.rdma.plugins.module_utils import baselines as baseline_table
-from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.report import markdown_table, render_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.text import check_line
 from ansible_collections.gpufabric.rdma.plugins.module_utils.text import describe_unsafe as text_unsafe
 
@@ -154,7 +154,7 @@ def _nccl_debug_check(nccl_debug):
     return settings
 
 
-def judge_nccl_log(run, output, result, settings):
+def judge_nccl_log(run, result, settings):
     """What NCCL used in a multi-node run (its NCCL_DEBUG=INFO lines), judged against the run's environment.
 
     Returns (entry or None, failures). A run that measured figures and printed no NCCL INFO line fails:
@@ -163,7 +163,7 @@ def judge_nccl_log(run, output, result, settings):
     env = dict(settings.get("env") or {})
     env.update(run.get("env") or {})
     expected = nccl_debug_mod.expected_from_env(env, settings.get("profile"), settings.get("gdr_ready"))
-    parsed = nccl_debug_mod.parse_nccl_debug(output)
+    parsed = nccl_debug_mod.parse_nccl_debug(run.get("output") or "")
     if not parsed["nccl_lines"]:
         if result.get("rows"):
             return None, ["NCCL printed no INFO line although the run set NCCL_DEBUG=INFO: which network, HCAs "
@@ -270,7 +270,7 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
         item = dict((k, v) for k, v in run.items() if k not in ("output", "traffic"))
         expected = None
         if settings is not None and run.get("mode") in MULTI_NODE_MODES and not run.get("not_run"):
-            entry, found = judge_nccl_log(run, run.get("output") or "", result, settings)
+            entry, found = judge_nccl_log(run, result, settings)
             item["nccl"] = entry
             expected = entry["expected"] if entry else None
             failures += found
@@ -345,8 +345,9 @@ def summary_text(judged):
     notes = ["%s: note: %s" % (run.get("label"), note) for run in judged for note in run.get("notes") or []]
     text += "".join("\n" + line for line in nccl_used_lines(judged) + failures + notes)
     for run in judged:
-        if traffic_rows(run):
-            text += "\n" + traffic_title(run) + "\n" + render_table(TRAFFIC_HEADER, traffic_rows(run))
+        rows = traffic_rows(run)
+        if rows:
+            text += "\n" + traffic_title(run) + "\n" + render_table(TRAFFIC_HEADER, rows)
     return text
 
 
@@ -359,9 +360,7 @@ def summary_markdown(judged, thresholds=None):
         lines += ["", replayed_line(judged)]
     if thresholds:
         lines += ["", "Thresholds: " + ", ".join("%s=%s" % kv for kv in sorted(thresholds.items()) if kv[1] not in (None, {}, ""))]
-    lines += ["", "| " + " | ".join(SUMMARY_HEADER) + " |", "|" + "---|" * len(SUMMARY_HEADER)]
-    for row in summary_rows(judged):
-        lines.append("| " + " | ".join("-" if c is None else str(c) for c in row) + " |")
+    lines += [""] + markdown_table(SUMMARY_HEADER, summary_rows(judged))
     lines += ["", "## Commands", ""]
     lines += ["- %s: `%s`" % (run.get("label"), run.get("command")) for run in judged]
     failures = [(run.get("label"), f) for run in judged for f in run["failures"]]
@@ -384,9 +383,7 @@ def summary_markdown(judged, thresholds=None):
     for run in judged:
         rows = traffic_rows(run)
         if rows:
-            lines += ["", "## " + traffic_title(run), "", "| " + " | ".join(TRAFFIC_HEADER) + " |",
-                      "|" + "---|" * len(TRAFFIC_HEADER)]
-            lines += ["| " + " | ".join("-" if c is None else str(c) for c in row) + " |" for row in rows]
+            lines += ["", "## " + traffic_title(run), ""] + markdown_table(TRAFFIC_HEADER, rows)
     baselines = [(run.get("label"), run["baseline"]) for run in judged if run.get("baseline")]
     if baselines:
         lines += ["", "## Baselines", ""] + ["- %s: %s" % item for item in baselines]
