@@ -56,11 +56,16 @@ NVIDIA_SMI_FIXES = {
 }
 
 
-def _gpus(opts, runner):
+def _nvidia_smi(opts, runner):
+    """The nvidia-smi to run (nvidia_smi_path, else the one on PATH), or None when there is none."""
+    smi = opts["nvidia_smi_path"] or runner.which("nvidia-smi")
+    return smi if smi and os.path.exists(smi) else None
+
+
+def _gpus(smi, runner):
     """(GPU count or None when unknown, per-GPU memory health, per-GPU clock events,
     None or (how, detail) when nvidia-smi gave no answer)."""
-    smi = opts["nvidia_smi_path"] or runner.which("nvidia-smi")
-    if not smi or not os.path.exists(smi):
+    if not smi:
         return None, [], [], ("missing", "nvidia-smi not found")
     result = runner.run([smi, "-q", "-x"])
     if result.timed_out:
@@ -75,11 +80,10 @@ def _gpus(opts, runner):
         return None, [], [], ("failed", "nvidia-smi -q -x printed no usable XML: %s" % exc)
 
 
-def _nvlink_findings(host, opts, runner, gpu_count, unreadable):
+def _nvlink_findings(host, smi, runner, gpu_count, unreadable):
     """NVLinks down (`nvidia-smi nvlink --status`) where the GPUs were counted: a GPU with none of its links
     active while its peers have theirs, or some links of a GPU inactive. A listing that cannot be read is a
     source that could not be read; a machine without NVLink prints nothing and gives nothing."""
-    smi = opts["nvidia_smi_path"] or runner.which("nvidia-smi")
     if not gpu_count or not smi:
         return []
     result = runner.run([smi, "nvlink", "--status"])
@@ -144,14 +148,15 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     # never puts a node back into service (unknown is not healthy).
     unreadable = []
 
-    gpu_count, memory, clocks, smi_problem = _gpus(opts, runner)
+    smi = _nvidia_smi(opts, runner)     # found once, for the GPUs and their NVLinks
+    gpu_count, memory, clocks, smi_problem = _gpus(smi, runner)
     if smi_problem and (smi_problem[0] != "missing" or opts["expected_gpu_count"]):
         unreadable.append("nvidia-smi: %s" % smi_problem[1])
     found += _nvidia_smi_findings(host, smi_problem, opts["expected_gpu_count"])
     found += health.gpu_memory_findings(host, memory, opts["max_retired_pages"])
     found += rates.clock_findings(host, clocks)
 
-    found += _nvlink_findings(host, opts, runner, gpu_count, unreadable)
+    found += _nvlink_findings(host, smi, runner, gpu_count, unreadable)
 
     log_text, log_source = _kernel_log(opts, runner)
     events = health.parse_xid_events(log_text) if log_text else []
