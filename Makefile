@@ -17,7 +17,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help venv collection docker image lab lab-destroy lab-check test unit sanity lint yamllint build docs molecule bench changelog clean ee-context prometheus-tools
+.PHONY: help venv collection docker image lab-image lab lab-destroy lab-check test unit sanity lint yamllint build docs molecule bench changelog clean ee-context prometheus-tools
 
 help:
 	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml and burnin.yml"
@@ -53,10 +53,20 @@ collection: venv
 docker:
 	@tests/lab/ensure-docker.sh
 
+# Every image Molecule uses: the bare (build-image.sh, one after another: the first may install debootstrap) and
+# the prepared (prepare-image.sh, side by side: they wait on the mirror and dpkg) image of Debian 11, 12 and 13.
+# Each is built once per recipe; a machine that has them spends a second here.
 image: docker
 	@for suite in bullseye bookworm trixie; do GPUFABRIC_DEBIAN_SUITE=$$suite tests/lab/build-image.sh || exit 1; done
+	@for suite in bullseye bookworm trixie; do \
+	  (GPUFABRIC_DEBIAN_SUITE=$$suite tests/lab/prepare-image.sh 2>&1 | sed -u "s/^/[$$suite] /"; exit $${PIPESTATUS[0]}) & \
+	done; rc=0; for _ in 1 2 3; do wait -n || rc=1; done; exit $$rc
 
-lab: collection image
+# The one image the lab uses: bare Debian 12 (its check run must find nothing installed).
+lab-image: docker
+	@tests/lab/build-image.sh
+
+lab: collection lab-image
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml -e report_dir=$(CURDIR)/build/lab-report
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/burnin.yml -e burnin_report_dir=$(CURDIR)/build/lab-report/burnin
@@ -84,7 +94,7 @@ molecule: collection image
 	@tests/run-stages.sh $@
 
 # make lab twice on a fresh lab; fails unless the second site.yml run changes nothing (the lab stage of make test).
-lab-check: collection image
+lab-check: collection lab-image
 	@tests/run-stages.sh lab
 
 # The docs site in build/docs/html: docs/troubleshooting.md regenerated from the source, the
