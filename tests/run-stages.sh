@@ -7,8 +7,9 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
+# On every core (pytest-xdist; GPUFABRIC_UNIT_WORKERS=1 for one process), the 20 slowest tests listed at the end.
 stage_unit() {
-  pytest -q tests/unit
+  pytest -q -n "${GPUFABRIC_UNIT_WORKERS:-auto}" --dist worksteal --durations=20 tests/unit
 }
 
 # ansible-test insists on running inside ansible_collections/<ns>/<name>; give it a copy of
@@ -49,18 +50,52 @@ stage_build() {
   pytest -q tests/packaging
 }
 
+# Scenarios side by side: they spend most of their time waiting on apt, systemd and timers, not on the two
+# cores. GPUFABRIC_MOLECULE_JOBS at a time (default 3), longest first; each has its own container names and
+# network, and its log in build/molecule-logs/<scenario>.log. A failed scenario's log is printed at the end,
+# and a table gives each scenario's seconds. GPUFABRIC_MOLECULE_SCENARIOS="a b" runs only those.
 stage_molecule() {
-  local scenario rc=0
-  for scenario in $(find molecule -mindepth 2 -maxdepth 2 -name molecule.yml -printf '%h\n' | xargs -n1 basename | sort); do
-    local t0=$SECONDS
-    echo "=== molecule test -s $scenario"
-    if molecule test -s "$scenario"; then
-      echo "=== molecule scenario $scenario passed in $((SECONDS - t0)) s"
-    else
-      echo "=== molecule scenario $scenario FAILED after $((SECONDS - t0)) s"
-      rc=1
-    fi
+  local jobs="${GPUFABRIC_MOLECULE_JOBS:-3}" logs="$top/build/molecule-logs" scenario
+  [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "GPUFABRIC_MOLECULE_JOBS must be a positive whole number, got '$jobs'"; return 2; }
+  local -a all=() order=()
+  mapfile -t all < <(find molecule -mindepth 2 -maxdepth 2 -name molecule.yml -printf '%h\n' | xargs -n1 basename | sort)
+  if [[ -n "${GPUFABRIC_MOLECULE_SCENARIOS:-}" ]]; then
+    for scenario in $GPUFABRIC_MOLECULE_SCENARIOS; do
+      [[ " ${all[*]} " == *" $scenario "* ]] || { echo "no Molecule scenario '$scenario' (have: ${all[*]})"; return 2; }
+    done
+    read -r -a all <<<"$GPUFABRIC_MOLECULE_SCENARIOS"
+  fi
+  # Longest first (seconds measured on the 2-core CI machine, tests/molecule-order.txt), the rest after them.
+  while read -r scenario _; do
+    [[ -n "$scenario" && "$scenario" != \#* && " ${all[*]} " == *" $scenario "* ]] && order+=("$scenario")
+  done <"$top/tests/molecule-order.txt"
+  for scenario in "${all[@]}"; do [[ " ${order[*]} " == *" $scenario "* ]] || order+=("$scenario"); done
+  rm -rf "$logs" && mkdir -p "$logs"
+  local -A pid_of=() start_of=() took=() result=()
+  local running=0 next=0 rc=0 pid
+  while (( next < ${#order[@]} || running > 0 )); do
+    while (( running < jobs && next < ${#order[@]} )); do
+      scenario=${order[$next]}; next=$((next + 1))
+      echo "=== molecule test -s $scenario (log: build/molecule-logs/$scenario.log)"
+      molecule test -s "$scenario" >"$logs/$scenario.log" 2>&1 </dev/null &
+      pid_of[$scenario]=$!; start_of[$scenario]=$SECONDS; running=$((running + 1))
+    done
+    wait -n -p pid 2>/dev/null || true
+    for scenario in "${!pid_of[@]}"; do
+      [[ "${pid_of[$scenario]}" == "$pid" ]] || continue
+      wait "$pid"; local status=$?
+      took[$scenario]=$((SECONDS - start_of[$scenario])); unset "pid_of[$scenario]"; running=$((running - 1))
+      if (( status == 0 )); then result[$scenario]=passed; else result[$scenario]=FAILED; rc=1; fi
+      echo "=== molecule scenario $scenario ${result[$scenario]} in ${took[$scenario]} s"
+    done
   done
+  for scenario in "${order[@]}"; do
+    [[ "${result[$scenario]}" == passed ]] && continue
+    echo; echo "=== log of the failed scenario $scenario"; cat "$logs/$scenario.log"
+  done
+  echo; echo "=== Molecule scenarios ($jobs at a time)"
+  printf '%-32s %8s  %s\n' scenario seconds result
+  for scenario in "${order[@]}"; do printf '%-32s %8s  %s\n' "$scenario" "${took[$scenario]}" "${result[$scenario]}"; done
   return $rc
 }
 

@@ -50,16 +50,15 @@ def play(tmp_path, strategy, env_extra=None, *extra, hosts=4, ok=True):
     return proc.returncode, out
 
 
-def test_a_run_that_failed_after_its_table_fails_in_both_strategies_alike(tmp_path):
+# One test per strategy, so the unit stage's workers run the two (the slowest tests of the suite) side by side.
+@pytest.mark.parametrize("strategy", ["search", "pairwise"])
+def test_a_run_that_failed_after_its_table_fails_in_both_strategies_alike(tmp_path, strategy):
     """One judge: a group or pair whose mpirun exited 1 (after printing a good table) is a failed run."""
-    for strategy in ("search", "pairwise"):
-        where = tmp_path / strategy
-        where.mkdir()
-        play(where, strategy, {"GPUFABRIC_FAIL": "h3"}, "-e", "burnin_gpus_per_node=1", "-e", "burnin_search_max_rounds=8")
-        report = json.loads((where / "report" / "burnin.json").read_text())
-        markdown = (where / "report" / "burnin.md").read_text()
-        assert markdown.count("FAILED") >= 1 and "h3" in " ".join(report["failures"]), (strategy, report["failures"])
-        assert "exited 1: mpirun noticed that process rank 1 exited on signal 9" in json.dumps(report), strategy
+    play(tmp_path, strategy, {"GPUFABRIC_FAIL": "h3"}, "-e", "burnin_gpus_per_node=1", "-e", "burnin_search_max_rounds=8")
+    report = json.loads((tmp_path / "report" / "burnin.json").read_text())
+    markdown = (tmp_path / "report" / "burnin.md").read_text()
+    assert markdown.count("FAILED") >= 1 and "h3" in " ".join(report["failures"]), (strategy, report["failures"])
+    assert "exited 1: mpirun noticed that process rank 1 exited on signal 9" in json.dumps(report), strategy
 
 
 @pytest.mark.parametrize("extra, message", [
