@@ -19,7 +19,10 @@ def _runs():
 def test_openmpi_from_debian(host):
     assert host.package("openmpi-bin").is_installed
     assert "Open MPI" in host.check_output("mpirun --version")
-    assert host.file("/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h").exists
+    # nccl_tests_build is false here: nothing is built, so neither mpi.h nor the C and Fortran compilers it brings
+    assert not host.package("libopenmpi-dev").is_installed
+    assert not host.file("/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h").exists
+    assert not host.exists("gfortran") and not host.exists("gcc")
 
 
 def test_passwordless_root_ssh_between_nodes(host):
