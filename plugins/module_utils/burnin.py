@@ -50,10 +50,11 @@ def rank(results, tolerance=0.1):
     is bad when its busbw is more than ``tolerance`` below the lower of what its two hosts reach
     over their other links (the link, not the hosts, is the problem) or when it failed.
     """
-    by_host = {}
+    by_host, tried = {}, {}
     for result in results:
         for host in (result["a"], result["b"]):
             by_host.setdefault(host, [])
+            tried[host] = tried.get(host, 0) + (0 if not_run(result) else 1)
             if result.get("busbw") is not None:
                 by_host[host].append(float(result["busbw"]))
     medians = dict((host, median(values)) for host, values in by_host.items())
@@ -62,7 +63,8 @@ def rank(results, tolerance=0.1):
     hosts = []
     for host in sorted(by_host, key=lambda h: (medians[h] is None, -(medians[h] or 0), h)):
         own = medians[host]
-        slow = own is None or (cluster is not None and own < cluster * (1 - tolerance))
+        # a host whose every run failed is slow; one whose runs never started is not judged at all
+        slow = (own is None and tried[host] > 0) or (own is not None and cluster is not None and own < cluster * (1 - tolerance))
         hosts.append({"host": host, "median_busbw": own, "pairs": len(by_host[host]), "slow": slow})
     links = []
     for index, result in enumerate(results):
@@ -75,12 +77,30 @@ def rank(results, tolerance=0.1):
             if others:
                 expected.append(median(others))
         busbw = result.get("busbw")
-        bad = busbw is None or (bool(expected) and busbw < min(expected) * (1 - tolerance))
+        bad = not not_run(result) and (busbw is None or (bool(expected) and busbw < min(expected) * (1 - tolerance)))
         links.append({"a": result["a"], "b": result["b"], "busbw": busbw, "bad": bad})
     links.sort(key=lambda link: (link["busbw"] is not None, link["busbw"] or 0))
     return {"cluster_median_busbw": cluster, "hosts": hosts, "links": links,
             "slow_hosts": [h["host"] for h in hosts if h["slow"]],
             "bad_links": ["%s-%s" % (link["a"], link["b"]) for link in links if link["bad"]]}
+
+
+NOT_RUN = "not run: "
+
+
+def not_run(result):
+    """Whether a judged run (judge_run's record) never ran: no measurement, and nothing to blame on its hosts."""
+    return (result.get("error") or "").startswith(NOT_RUN)
+
+
+def not_run_failures(results):
+    """One sentence per distinct reason runs never ran, with how many: 'not run (2 of 2 runs): exited 132 ...'."""
+    reasons = []
+    for result in results:
+        if not_run(result) and result["error"] not in reasons:
+            reasons.append(result["error"])
+    return ["not run (%d of %d runs): %s" % (sum(1 for r in results if r.get("error") == reason), len(results),
+                                             reason[len(NOT_RUN):]) for reason in reasons]
 
 
 def judge_run(run, parse):
@@ -94,8 +114,9 @@ def judge_run(run, parse):
     """
     entry = {"busbw": None, "error": None, "peak_busbw": None, "largest_size": None, "rc": run.get("rc"), "ranks": None,
              "nccl_tests_passed": None}
-    if run.get("not_run"):
-        entry["error"] = "not run: %s" % run["not_run"]
+    not_run = run.get("not_run") or nccl_tests.launch_failure(run.get("rc"), run.get("output"), run.get("stderr"))
+    if not_run:
+        entry["error"] = NOT_RUN + not_run
         return entry
     try:
         parsed = parse(run.get("output") or "")
@@ -141,13 +162,16 @@ def below(results, minimum):
 
 def markdown(results, ranked, minimum=None, unit="GB/s"):
     """The burn-in report: verdict, hosts ranked, links worst first, rounds."""
-    failed = ["%s-%s (%s)" % (r["a"], r["b"], r["error"]) for r in results if r["busbw"] is None]
+    failed = ["%s-%s (%s)" % (r["a"], r["b"], r["error"]) for r in results if r["busbw"] is None and not not_run(r)]
     slow_pairs = below(results, minimum)
     problems = bool(ranked["slow_hosts"] or ranked["bad_links"] or slow_pairs)
     cluster = ranked["cluster_median_busbw"]
+    never = not_run_failures(results)
+    verdict = "NOT RUN" if results and len(never) and all(not_run(r) for r in results) else \
+        "FAILED" if problems or failed or never else "PASSED"
     lines = ["# Burn-in", "",
              "%s: %d hosts, %d pairs in %d rounds; cluster median busbw %s %s." % (
-                 "FAILED" if problems or failed else "PASSED", len(ranked["hosts"]), len(results),
+                 verdict, len(ranked["hosts"]), len(results),
                  len(set(r.get("round") for r in results)), "-" if cluster is None else "%.1f" % cluster, unit), ""]
     if ranked["slow_hosts"]:
         lines.append("- slow hosts: %s" % ", ".join(ranked["slow_hosts"]))
@@ -155,6 +179,7 @@ def markdown(results, ranked, minimum=None, unit="GB/s"):
         lines.append("- bad links: %s" % ", ".join(ranked["bad_links"]))
     if failed:
         lines.append("- failed pairs: %s" % ", ".join(failed))
+    lines += ["- %s" % line for line in never]
     if slow_pairs:
         lines.append("- below %s %s: %s" % (minimum, unit, ", ".join(slow_pairs)))
     lines += ["", "## Hosts (best first)", "", "| host | median busbw (%s) | pairs | slow |" % unit, "| --- | --- | --- | --- |"]
@@ -184,8 +209,8 @@ def failures(results, ranked, minimum=None, shown_minimum=None):
     found = (["slow host %s" % h for h in ranked["slow_hosts"]] + ["bad link %s" % link for link in ranked["bad_links"]]
              + ["pair %s below %s GB/s" % (p, shown) for p in below(results, minimum)])
     found += ["pair %s-%s failed: %s" % (r["a"], r["b"], r["error"]) for r in results
-              if r["busbw"] is None and r["error"] and "%s-%s" % (r["a"], r["b"]) not in ranked["bad_links"]]
-    return found
+              if r["busbw"] is None and r["error"] and not not_run(r) and "%s-%s" % (r["a"], r["b"]) not in ranked["bad_links"]]
+    return found + not_run_failures(results)
 
 
 def heatmap(results, ranked):

@@ -44,6 +44,7 @@ __metaclass__ = type
 import hashlib
 import math
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin
 from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
 
 FIRST_GROUPS = 16
@@ -420,6 +421,15 @@ def record(state, figures, errors=None, runs=None):
             node["figure"], error = None, error or "busbw nan: a failed measurement"
         if error:
             node["error"] = error
+    never = set(node["id"] for node in ran if (node.get("error") or "").startswith(burnin.NOT_RUN))
+    if never:
+        # A group whose program never started measured nothing: the search stops, judges no host and no link,
+        # and the report says why (the launcher's message) instead of a slow host.
+        for node in ran:
+            node["stage"], node["verdict"] = "measured", "not run" if node["id"] in never else "ok"
+            node["why"] += "; %s" % (node["error"] if node["id"] in never else "reached %s" % _fmt(node["figure"]))
+        state["not_run"], state["done"], state["pending"], state["waiting"] = True, True, [], []
+        return state
     if state["reference"] is None:
         measured = [n["figure"] for n in ran if n["figure"] is not None and n["kind"] == "group"]
         state["reference"] = median(measured)
@@ -812,6 +822,8 @@ def failures(state, found, minimum=None, shown_minimum=None):
     default ``minimum``.
     """
     shown = minimum if shown_minimum is None else shown_minimum
+    if state.get("not_run"):
+        return burnin.not_run_failures([node["run"] for node in state["tree"] if node.get("run")])
     found_failures = (["slow host %s" % h for h in found["slow_hosts"]]
                       + ["bad link %s" % "-".join(link) for link in found["bad_links"]]
                       + [("host %s, in no leaf of the topology: every run with other leaves' hosts fell short, its runs "
@@ -838,7 +850,8 @@ def markdown(state, found, found_failures):
                  "the baseline" if state.get("expected") is not None else "the median of the first round's groups"),
              "", "## Search tree", "", "```"] + found["tree_lines"] + ["```", ""]
     lines.append("%s: %d hosts, %d group runs in %d rounds%s" % (
-        "PASSED" if not found_failures else "FAILED", len(state["hosts"]), found["runs"], found["rounds"],
+        "NOT RUN" if state.get("not_run") else "PASSED" if not found_failures else "FAILED", len(state["hosts"]),
+        found["runs"], found["rounds"],
         "" if not found_failures else " - " + "; ".join(found_failures)))
     return "\n".join(lines) + "\n"
 

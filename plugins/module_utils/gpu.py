@@ -76,6 +76,35 @@ def attached_gpu_count(root):
     return int(attached) if attached is not None else len(root.findall("gpu"))
 
 
+NVIDIA_PCI_VENDOR = "0x10de"
+
+
+def is_nvidia_gpu(vendor, pci_class):
+    """A PCI function is an NVIDIA GPU: vendor 0x10de, class 0x0300xx (VGA) or 0x0302xx (3D controller)."""
+    pci_class = (pci_class or "").strip().lower()
+    return (vendor or "").strip().lower() == NVIDIA_PCI_VENDOR and len(pci_class) == 8 \
+        and pci_class[:6] in ("0x0300", "0x0302")
+
+
+def _bus_address(bus_id):
+    """nvidia-smi's 00000000:19:00.0 and sysfs' 0000:19:00.0 as one key: (domain, bus, device, function)."""
+    try:
+        domain, bus, rest = (bus_id or "").strip().lower().split(":")
+        device, function = rest.split(".")
+        return (int(domain, 16), int(bus, 16), int(device, 16), int(function, 16))
+    except ValueError:
+        return None
+
+
+def pci_gpus_not_answering(pci_gpus, facts):
+    """The PCI GPUs (read_pci_gpus: address, device, driver) that nvidia-smi does not list: all of them when no
+    driver answered (facts present false), else those whose bus address is missing from its GPUs."""
+    if not (facts or {}).get("present"):
+        return list(pci_gpus or [])
+    listed = set(_bus_address(g.get("pci_bus_id")) for g in facts.get("gpus") or [])
+    return [g for g in pci_gpus or [] if _bus_address(g.get("address")) not in listed]
+
+
 def parse_nvidia_smi_xml(text):
     """`nvidia-smi -q -x` (text, or its root from nvidia_smi_root) -> driver_version, cuda_version,
     count and gpus (see gpu_facts RETURN)."""

@@ -216,6 +216,42 @@ def _note(notes, line):
         notes.append(line)
 
 
+# What a launcher or the shell prints when the program never started: Open MPI 4 and 5 (PRRTE), Slurm's srun, the
+# loader, the shell, and Ansible's command module for a missing binary.
+_LAUNCH_FAILURE_RE = re.compile(
+    r"(?:mpirun|prterun|prte|ORTE|PRRTE|srun) (?:was unable|could not|has lost|failed)|unable to (?:find|launch|start)"
+    r" the specified|failed to start|not enough slots|No such file or directory|command not found|Permission denied"
+    r"|Exec format error|cannot execute|error while loading shared libraries|srun: error:", re.I)
+# The lines that say what went wrong, before those that only say that something did ("failed to start").
+_LAUNCH_REASON_RE = re.compile(r"unable to|No such file|not found|Permission denied|Exec format|cannot execute"
+                               r"|error while loading|not enough slots", re.I)
+_RULE_RE = re.compile(r"^[-=*]{5,}$")
+
+
+def launch_failure(rc, output, stderr=""):
+    """Why a run never ran, or None when it ran (whether it then passed or failed).
+
+    A run never ran when it exited non-zero (126 and 127 from the shell, 132 from mpirun for a missing program,
+    any other) before nccl-tests printed anything of its own: no header, no rank line, no table, none of its
+    failure lines (parse finds no nccl-tests output). The launcher's
+    own line is the reason (the first that says what went wrong, else its last line that is not a rule of dashes).
+    Such a run is "not run": never a measurement, never a slow host or a bad link.
+    """
+    if rc in (0, None):
+        return None
+    try:
+        parse(output or "")
+        return None   # nccl-tests printed something of its own (a header, a rank, a table, its failure line): it ran
+    except ValueError:
+        pass
+    lines = [line.strip() for line in _text.launcher_lines("%s\n%s" % (stderr or "", output or ""), "launcher output")]
+    lines = [line for line in lines if line and not _RULE_RE.match(line)]
+    said = sorted((line for line in lines if _LAUNCH_FAILURE_RE.search(line)),
+                  key=lambda line: 0 if _LAUNCH_REASON_RE.search(line) else 1)
+    detail = "; ".join(said[:2]) if said else (lines[-1] if lines else "no output at all")
+    return "exited %s before nccl-tests started: %s" % (rc, detail[:300])
+
+
 def parse_text(text):
     """The text a *_perf binary prints, as it reaches us: plain, or behind srun -l / mpirun --tag-output
     / --timestamp-output labels, with CR line ends, colours or bytes that are not UTF-8.

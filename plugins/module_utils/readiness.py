@@ -30,6 +30,23 @@ def fabric_interfaces(record):
     return [by_name[n] for n in names if n in by_name]
 
 
+def _driverless_gpus(host, gpu):
+    """GPUs on the PCI bus that no driver answers for (gpu_facts' not_answering): critical, naming each and its driver."""
+    missing = gpu.get("not_answering") or []
+    if not missing:
+        return []
+    listed = ", ".join("%s (driver %s)" % (g.get("address"), g.get("driver") or "none") for g in missing)
+    if gpu.get("present"):
+        detail = "%d NVIDIA GPU(s) on the PCI bus that nvidia-smi does not list (it lists %d): %s" % (
+            len(missing), gpu.get("count") or 0, listed)
+    else:
+        detail = "%d NVIDIA GPU(s) on the PCI bus but no NVIDIA driver answers (%s): %s" % (
+            len(missing), gpu.get("error") or "nvidia-smi not found", listed)
+    return [finding("gpu_driver", "critical", host, detail,
+                    "install or load the NVIDIA driver (`modprobe nvidia`; `dmesg | grep -i NVRM` says why it did not "
+                    "load); a GPU held by nouveau or vfio-pci needs that driver unbound")]
+
+
 def node_findings(host, record, expected_gpu_count=None):
     found = []
     gpu = record.get("gpu") or {}
@@ -43,6 +60,7 @@ def node_findings(host, record, expected_gpu_count=None):
         found.append(finding("gpu_count", "critical", host, detail,
                              "check `nvidia-smi -L` and `dmesg | grep -i xid` for a GPU that fell off the bus; "
                              "reseat or replace it, or correct expected_gpu_count"))
+    found += _driverless_gpus(host, gpu)
     devices = record.get("rdma_devices") or []
     for device in devices:
         for port in device.get("ports") or []:

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import rates, rdma, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, rates, rdma, rdma_tools
 from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr
 
 # InfiniBand port counters that only rise when a link misbehaves (sysfs ports/N/counters).
@@ -170,15 +170,21 @@ def _pci_link(sysfs_root, address, kind, name):
             "max_speed": rates.parse_link_speed(read_attr(os.path.join(device, "max_link_speed")))}
 
 
-def read_pcie_links(sysfs_root="/sys"):
-    """PCIe links of the NVIDIA GPUs (vendor 0x10de, display class) and the RDMA NICs' functions."""
-    links = []
+def read_pci_gpus(sysfs_root="/sys"):
+    """The NVIDIA GPUs on the PCI bus (gpu.is_nvidia_gpu), whether or not a driver answers for them: address,
+    device id and the bound driver's name (None when no driver has bound it)."""
     pci = os.path.join(sysfs_root, "bus", "pci", "devices")
-    for address in listdir(pci):
-        vendor = read_attr(os.path.join(pci, address, "vendor"))
-        klass = read_attr(os.path.join(pci, address, "class")) or ""
-        if vendor == "0x10de" and klass.startswith("0x03"):
-            links.append(_pci_link(sysfs_root, address, "gpu", "GPU@%s" % address))
+    return [{"address": address, "device": read_attr(os.path.join(pci, address, "device")),
+             "driver": _link_name(os.path.join(pci, address, "driver"))}
+            for address in listdir(pci)
+            if gpu.is_nvidia_gpu(read_attr(os.path.join(pci, address, "vendor")),
+                                 read_attr(os.path.join(pci, address, "class")))]
+
+
+def read_pcie_links(sysfs_root="/sys"):
+    """PCIe links of the NVIDIA GPUs (read_pci_gpus) and the RDMA NICs' functions."""
+    links = [_pci_link(sysfs_root, item["address"], "gpu", "GPU@%s" % item["address"]) for item in read_pci_gpus(sysfs_root)]
+    pci = os.path.join(sysfs_root, "bus", "pci", "devices")
     base = os.path.join(sysfs_root, "class", "infiniband")
     for device in listdir(base):
         address = _link_name(os.path.join(base, device, "device"))

@@ -83,6 +83,9 @@ def busbw_by_size(result):
 def run_failure(run, parsed=None):
     """Why a runner record is not a measurement (None when it is): it exited non-zero, printed no
     table, failed nccl-tests' own checks or measured nan/inf. Such a run is counted and shown, never used."""
+    never = nccl_tests.launch_failure(run.get("rc"), run.get("stdout"), run.get("stderr"))
+    if never:
+        return "not run: %s" % never
     if run.get("rc") not in (0, None):
         return "exited %s" % run.get("rc")
     if parsed is None:

@@ -255,7 +255,10 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
     settings = _nccl_debug_check(nccl_debug)
     judged = []
     for run in runs:
-        if run.get("not_run"):
+        # a run whose program never started (the launcher's exit and message) is not run, as a skipped one is
+        never = run.get("not_run") or nccl_tests.launch_failure(run.get("rc"), run.get("output"))
+        if never:
+            run = dict(run, not_run=never)
             result = nccl_tests.empty_result("not run: %s" % run["not_run"])
         else:
             try:

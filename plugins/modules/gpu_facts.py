@@ -20,6 +20,9 @@ description:
     RDMA peer memory (C(nvidia_peermem) or the legacy C(nv_peer_mem)) is loaded.
   - Finds the CUDA toolkit (C(nvcc) on C(PATH), else C(/usr/local/cuda/bin/nvcc)) and its release, so
     the roles that build NCCL and nccl-tests read it from discovery instead of looking again.
+  - Also lists the NVIDIA GPUs on the PCI bus (vendor C(0x10de), class C(0x0300xx) or C(0x0302xx) under
+    C(<sysfs_root>/bus/pci/devices)) whether or not a driver answers for them, and which of them nvidia-smi does not
+    list (C(pci_gpus) and C(not_answering)); readiness makes GPUs present but not answering a critical finding.
   - A host without C(nvidia-smi) gives C(present=false) and no failure, and so does a host
     where C(nvidia-smi) cannot talk to the driver, prints no XML, or does not answer within
     O(command_timeout) (the reason is then in C(error); a hung C(nvidia-smi) is killed).
@@ -37,6 +40,7 @@ options:
 extends_documentation_fragment:
   - gpufabric.rdma.facts_module
   - gpufabric.rdma.command_timeout
+  - gpufabric.rdma.sysfs_root
 seealso:
   - module: gpufabric.rdma.rdma_devices
   - module: gpufabric.rdma.nccl_env
@@ -132,6 +136,20 @@ ansible_facts:
           type: dict
           returned: always
           sample: {"loaded": true, "module": "nvidia_peermem"}
+        pci_gpus:
+          description:
+            - The NVIDIA GPUs on the PCI bus, C(address), C(device) (PCI device id) and C(driver) (the bound driver's
+              name, null when none), whether or not nvidia-smi answers.
+          type: list
+          elements: dict
+          returned: always
+          sample: [{"address": "0000:00:06.0", "device": "0x2330", "driver": null}]
+        not_answering:
+          description: The entries of C(pci_gpus) that nvidia-smi does not list (all of them when no driver answered).
+          type: list
+          elements: dict
+          returned: always
+          sample: [{"address": "0000:00:06.0", "device": "0x2330", "driver": null}]
         fabric:
           description:
             - The node's NVLink domain from the Fabric fields of the same C(nvidia-smi -q -x) (GB200 NVL72 and other
@@ -146,7 +164,7 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, topology as fabric_topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, sysfs, topology as fabric_topology
 
 DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 
@@ -177,6 +195,7 @@ def main():
         argument_spec=dict(
             nvidia_smi_path=dict(type="path"),
             procfs_root=dict(type="path", default="/proc"),
+            sysfs_root=dict(type="path", default="/sys"),
             **commands.ARGUMENT_SPEC
         ),
         supports_check_mode=True,
@@ -184,6 +203,11 @@ def main():
     runner = commands.module_runner(module)
     peermem = gpu.parse_peermem(files.read_text(os.path.join(module.params["procfs_root"], "modules")) or "")
     toolkit = _cuda_toolkit(runner)
+    pci_gpus = sysfs.read_pci_gpus(sysfs.checked_root(module))
+
+    def done(facts):
+        facts.update(pci_gpus=pci_gpus, not_answering=gpu.pci_gpus_not_answering(pci_gpus, facts))
+        module.exit_json(changed=False, ansible_facts=dict(gpu=facts))
 
     smi = module.params["nvidia_smi_path"]
     if smi:
@@ -192,7 +216,7 @@ def main():
     else:
         smi = runner.which("nvidia-smi")
     if not smi:
-        module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem, toolkit)))
+        done(_empty(peermem, toolkit))
 
     result = runner.run([smi, "-q", "-x"])
     facts = None
@@ -205,7 +229,7 @@ def main():
         message = result.describe()
     if facts is None:
         module.warn(message)
-        module.exit_json(changed=False, ansible_facts=dict(gpu=_empty(peermem, toolkit, message)))
+        done(_empty(peermem, toolkit, message))
 
     try:   # the same XML's Fabric fields: only the domain and why there is none (per-GPU health would churn the record)
         fabric = fabric_topology.parse_nvidia_smi_fabric(result.stdout)
@@ -234,7 +258,7 @@ def main():
     facts.update(present=True, topology=topology, nvlink=gpu.has_nvlink(topology), peermem=peermem,
                  compute_capabilities=distinct, nvcc_gencode=gpu.nvcc_gencode(distinct), cuda_toolkit=toolkit,
                  fabric=fabric)
-    module.exit_json(changed=False, ansible_facts=dict(gpu=facts))
+    done(facts)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,100 @@
+"""A GPU without its driver is not READY: gpu_facts reads the NVIDIA GPUs on the PCI bus as well as nvidia-smi,
+and readiness makes GPUs present but not answering a critical finding naming each GPU and its driver.
+
+The PCI trees are the real one captured on the GPU machine (tests/unit/fixtures/pcie/links_h100_vm.tsv: a virtio
+NIC and one H100), with no driver bound, and the 8x H200 capture's own PCI addresses."""
+
+import os
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils import readiness
+from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts
+from moduletest import run_module, stub_bin, stub_path
+
+FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "fixtures"))
+H200X8 = os.path.join(FIXTURES, "nvidia_smi", "q_h200x8.xml")
+
+
+def _captured_tree(tmp_path):
+    """The H100 VM's PCI devices as sysfs has them (class, vendor, device), no driver link: a driver never loaded."""
+    root = tmp_path / "sys"
+    with open(os.path.join(FIXTURES, "pcie", "links_h100_vm.tsv")) as handle:
+        for line in handle:
+            if line.startswith("#"):
+                continue
+            address, klass, vendor, device = line.rstrip("\n").split("\t")[:4]
+            node = root / "bus" / "pci" / "devices" / address
+            node.mkdir(parents=True)
+            for name, value in (("class", klass), ("vendor", vendor), ("device", device)):
+                (node / name).write_text(value + "\n")
+    return root
+
+
+def _h200_tree(tmp_path, functions):
+    """The 8x H200 capture's GPUs at their PCI addresses (00:06.0 to 00:0d.0), bound to nvidia, plus `functions`."""
+    root = tmp_path / "sys"
+    drivers = root / "bus" / "pci" / "drivers" / "nvidia"
+    drivers.mkdir(parents=True)
+    for slot in list(range(6, 14)) + list(functions):
+        node = root / "bus" / "pci" / "devices" / ("0000:00:%02x.0" % slot)
+        node.mkdir(parents=True)
+        for name, value in (("class", "0x030200"), ("vendor", "0x10de"), ("device", "0x2335")):
+            (node / name).write_text(value + "\n")
+        (node / "driver").symlink_to(drivers)
+    return root
+
+
+def _facts(tmp_path, monkeypatch, sysfs_root, smi_mode=None):
+    bindir = stub_path(tmp_path, monkeypatch)
+    if smi_mode:
+        stub_bin(bindir, {"nvidia-smi": "misbehave"})
+        monkeypatch.setenv("STUB_NVIDIA_SMI_MODE", smi_mode)
+    else:
+        monkeypatch.setenv("PATH", str(bindir))   # no nvidia-smi anywhere
+    return run_module(gpu_facts, {"procfs_root": str(tmp_path), "sysfs_root": str(sysfs_root)},
+                      check_mode=True)["ansible_facts"]["gpu"]
+
+
+def _report(gpu):
+    return readiness.build_report({"node1": {"gpu": gpu}})
+
+
+def test_a_gpu_on_the_bus_without_nvidia_smi_is_not_ready(tmp_path, monkeypatch):
+    gpu = _facts(tmp_path, monkeypatch, _captured_tree(tmp_path))
+    assert gpu["present"] is False and gpu["count"] == 0
+    assert gpu["pci_gpus"] == gpu["not_answering"] == [{"address": "0000:00:06.0", "device": "0x2330", "driver": None}]
+    report = _report(gpu)
+    assert report["ready"] is False
+    (found,) = [f for f in report["nodes"]["node1"]["findings"] if f["check"] == "gpu_driver"]
+    assert found["severity"] == "critical"
+    assert found["detail"] == ("1 NVIDIA GPU(s) on the PCI bus but no NVIDIA driver answers (nvidia-smi not found): "
+                               "0000:00:06.0 (driver none)")
+    assert "NVIDIA driver" in found["fix_hint"]
+    assert "gpu_driver" in readiness.render_text(report)
+
+
+def test_a_driver_that_does_not_answer_is_named_with_its_message(tmp_path, monkeypatch):
+    gpu = _facts(tmp_path, monkeypatch, _captured_tree(tmp_path),
+                 "fail:9:NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+    (found,) = [f for f in _report(gpu)["nodes"]["node1"]["findings"] if f["check"] == "gpu_driver"]
+    assert "couldn't communicate with the NVIDIA driver" in found["detail"]
+    assert found["detail"].endswith("0000:00:06.0 (driver none)")
+
+
+def test_every_gpu_answering_is_no_finding_and_a_ninth_on_the_bus_is(tmp_path, monkeypatch):
+    gpu = _facts(tmp_path / "a", monkeypatch, _h200_tree(tmp_path / "a", []), "file:" + H200X8)
+    assert gpu["count"] == 8 and len(gpu["pci_gpus"]) == 8 and gpu["not_answering"] == []
+    assert not [f for f in _report(gpu)["nodes"]["node1"]["findings"] if f["check"] == "gpu_driver"]
+    gpu = _facts(tmp_path / "b", monkeypatch, _h200_tree(tmp_path / "b", [0x0e]), "file:" + H200X8)
+    assert gpu["not_answering"] == [{"address": "0000:00:0e.0", "device": "0x2335", "driver": "nvidia"}]
+    (found,) = [f for f in _report(gpu)["nodes"]["node1"]["findings"] if f["check"] == "gpu_driver"]
+    assert found["detail"] == ("1 NVIDIA GPU(s) on the PCI bus that nvidia-smi does not list (it lists 8): "
+                               "0000:00:0e.0 (driver nvidia)")
+
+
+def test_other_pci_functions_are_not_gpus(tmp_path):
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, sysfs
+    assert [g["address"] for g in sysfs.read_pci_gpus(str(_captured_tree(tmp_path)))] == ["0000:00:06.0"]
+    assert gpu.is_nvidia_gpu("0x10de", "0x030000") and gpu.is_nvidia_gpu("0x10DE\n", "0x030200")
+    # an NVIDIA audio function, a Mellanox NIC, an NVSwitch bridge (0x0680) are not GPUs
+    assert not gpu.is_nvidia_gpu("0x10de", "0x040300") and not gpu.is_nvidia_gpu("0x15b3", "0x020000")
+    assert not gpu.is_nvidia_gpu("0x10de", "0x068000") and not gpu.is_nvidia_gpu(None, None)
