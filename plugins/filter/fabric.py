@@ -35,10 +35,11 @@ def node_summary(records):
 
 def readiness_report(records, expected_gpu_count=None, nccl_check=None):
     if expected_gpu_count not in (None, ""):
-        try:
-            expected_gpu_count = int(expected_gpu_count)
-        except (TypeError, ValueError):
-            raise ValueError("expected_gpu_count must be a whole number, got %r" % (expected_gpu_count,))
+        text = str(expected_gpu_count).strip()
+        if isinstance(expected_gpu_count, bool) or not text.isdigit() or not text.isascii():
+            raise ValueError("expected_gpu_count must be a whole number of GPUs per node (0 or more), got %r"
+                             % (expected_gpu_count,))
+        expected_gpu_count = int(text)
     else:
         expected_gpu_count = None
     if nccl_check is not None and (not isinstance(nccl_check, (list, tuple)) or

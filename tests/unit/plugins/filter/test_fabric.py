@@ -18,5 +18,17 @@ def test_filter_errors_name_the_filter():
 def test_readiness_filter_errors_name_the_filter():
     with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.readiness_report: .*mapping"):
         FilterModule().filters()["readiness_report"]([])
-    with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.readiness_report: expected_gpu_count must be a whole number, got 'eight'"):
+    with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.readiness_report: expected_gpu_count must be a whole number of GPUs per node \\(0 or more\\), got 'eight'"):
         FilterModule().filters()["readiness_report"]({}, "eight")
+
+
+@pytest.mark.parametrize("value", ["eight", "-1", "8.5", True, " ", "８"])
+def test_a_gpu_count_that_is_not_a_whole_number_is_refused_naming_it(value):
+    with pytest.raises(AnsibleFilterError, match="expected_gpu_count must be a whole number of GPUs per node"):
+        FilterModule().filters()["readiness_report"]({}, value)
+
+
+def test_a_gpu_count_as_text_or_number_is_taken():
+    for value in ("8", 8, " 8 "):
+        assert FilterModule().filters()["readiness_report"]({}, value)["expected_gpu_count"] == 8
+    assert FilterModule().filters()["readiness_report"]({}, "")["expected_gpu_count"] is None
