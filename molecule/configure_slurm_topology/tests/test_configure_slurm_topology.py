@@ -46,6 +46,16 @@ def test_tree_is_what_slurm_shows(host):
     assert labels["gpu05"] == {"gpufabric.io/leaf": "leaf2"}
 
 
+def test_check_mode_shows_the_block_topology_and_changes_and_waits_for_nothing(host, tmp_path):
+    """The README's first topology command: --check --diff shows what would be written, exits 0, waits on no handler."""
+    before = host.file("/etc/slurm/topology.conf").content_string
+    proc, said = _play("-e", "@" + os.path.join(SCENARIO, "vars", "block.yml"), "--check", "--diff", report=str(tmp_path))
+    assert proc.returncode == 0, said[-2000:]
+    assert "+BlockName=block1 Nodes=gpu[01-04]" in proc.stdout and "RETRYING" not in proc.stdout
+    assert host.file("/etc/slurm/topology.conf").content_string == before
+    assert re.search(r"^TopologyPlugin\s*=\s*topology/tree$", host.check_output("scontrol show config"), re.M)
+
+
 def test_block_then_a_second_run_changes_nothing(host, tmp_path):
     block = os.path.join(SCENARIO, "vars", "block.yml")
     proc, said = _play("-e", "@" + block, report=str(tmp_path))

@@ -54,15 +54,32 @@ def test_burnin_alone_burns_in_every_gpu_and_reports_here(user_dir, strategy):
     assert "reports in %s" % (where / "gpufabric-report" / ("burnin-%s" % strategy)) in out
 
 
-def test_tune_with_default_report_dir_creates_it(user_dir):
+TUNE = ["gpufabric.rdma.tune", "-e", "tune_hosts=gpufabric-validate-node1", "-e", "nccl_tests_mpi=false",
+        "-e", '{"nccl_tune_collectives": ["all_reduce"]}', "-e", "nccl_tune_repeats=2", "-e", "nccl_tune_confirm=false"]
+
+
+def test_tune_in_check_mode_prints_its_plan_and_measures_nothing(user_dir, tmp_path):
+    """--check reaches the tuning step (the smoke run is not run and fails nothing) and says what would run."""
     where = user_dir[0]
-    rc, out = play(user_dir, "gpufabric.rdma.tune", "-e", "tune_hosts=gpufabric-validate-node1", "-e", "nccl_tests_mpi=false",
-                   "-e", "nccl_tune_bin_dir=/opt/nccl-tests-standin", "-e", '{"nccl_tune_collectives": ["all_reduce"]}',
-                   "-e", "nccl_tune_repeats=2", "-e", "nccl_tune_confirm=false", *STANDIN)
+    rc, out = play(user_dir, *TUNE, "--check", "-e", "nccl_tune_report_dir=%s" % tmp_path, *STANDIN)
+    assert rc == 0, out[-4000:]
+    said = " ".join(out.split())
+    assert "1 collective(s) x" in said and "nccl-tests runs within 1800 s" in said, said[-3000:]
+    assert not list(tmp_path.glob("*-tune.md"))   # nothing measured
+    assert not (where / "gpufabric-report" / "nccl-tests").exists()
+
+
+def test_tune_with_default_report_dir_creates_it(user_dir):
+    """The nccl-tests settings are the nccl_tests role's (STANDIN's nccl_tests_bin_dir, no nccl_tune_bin_dir), and
+    tune reports into its own directory, validate's is not touched."""
+    where = user_dir[0]
+    rc, out = play(user_dir, *TUNE, *STANDIN)
     assert rc == 0, out[-4000:]
     tune = (where / "gpufabric-report" / "tune" / "gpufabric-validate-node1-tune.md").read_text()
     assert "Search (" in tune and "measured" in tune, tune[:2000]
     assert "reports in %s" % (where / "gpufabric-report" / "tune") in out
+    assert (where / "gpufabric-report" / "tune" / "smoke-run" / "summary.md").is_file()
+    assert not (where / "gpufabric-report" / "nccl-tests").exists()
 
 
 def test_ddp_benchmark_with_default_report_dir_creates_it(user_dir):
