@@ -34,3 +34,13 @@ def test_a_pattern_that_matches_nothing_fails_naming_it(tmp_path, playbook, extr
     assert message in out, out[-2000:]
     assert "the inventory's groups are: gpu_nodes" in out
     assert "ok: [n1]" not in out   # nothing ran on the nodes
+
+
+def test_site_validate_false_leaves_validation_without_hosts(tmp_path):
+    """-e site_validate=false: validate.yml's plays get no hosts (no facts gathered, no skipped task printed)."""
+    rc, out = _run(tmp_path, "gpufabric.rdma.validate", "-e", "site_validate=false", "--list-hosts")
+    assert rc == 0, out[-2000:]
+    assert "play #1 (): Validate with nccl-tests TAGS: [validate] pattern: [] hosts (0):" in out, out[-2000:]
+    assert "Measure RDMA point to point with perftest TAGS: [perftest,validate] pattern: [] hosts (0):" in out
+    rc, out = _run(tmp_path, "gpufabric.rdma.validate", "--list-hosts")
+    assert "Validate with nccl-tests TAGS: [validate] pattern: ['all'] hosts (2): n1 n2" in out, out[-2000:]
