@@ -21,7 +21,7 @@ def _load(path):
 def _verdict(path):
     try:
         with open(path) as handle:
-            return next((line.strip() for line in handle if line.startswith(("PASSED", "FAILED"))), None)
+            return next((line.strip() for line in handle if line.startswith(("PASSED", "FAILED", "NOT RUN"))), None)
     except (IOError, OSError):
         return None
 
@@ -46,6 +46,18 @@ def main(argv):
             lines.append("- nccl-tests %s: %s, %d rank(s), peak busbw %s GB/s%s" % (
                 run.get("label"), "PASS" if run.get("passed") else "FAIL", len(result.get("ranks") or []),
                 result.get("peak_busbw"), " (replayed)" if run.get("replayed_from") else ""))
+    perftest = _load(os.path.join(top, "perftest", "perftest.json"))
+    if perftest is None:
+        missing.append("perftest/perftest.json")
+    else:
+        passed = sum(1 for run in perftest if run.get("passed"))
+        try:
+            with open(os.path.join(top, "perftest", "perftest.md")) as handle:
+                replayed = "REPLAYED" in handle.read()
+        except (IOError, OSError):
+            replayed = False
+        lines.append("- perftest: %d of %d test(s) passed%s (perftest.md)" % (
+            passed, len(perftest), " (replayed)" if replayed else ""))
     for name in ("burnin", "burnin-search"):
         verdict = _verdict(os.path.join(top, name, "burnin.md"))
         if verdict is None:
