@@ -63,7 +63,7 @@ def test_a_reused_pid_is_not_killed(tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["start", "relative.pid", "5", "true"], "must be an absolute path"),
     (["start", "/tmp/x.pid", "5"], "start PIDFILE SECONDS COMMAND"),
-    (["restart", "/tmp/x.pid"], "start|stop PIDFILE"),
+    (["restart", "/tmp/x.pid"], "start|stop|wait PIDFILE"),
 ])
 def test_bad_calls_say_what_is_wrong(argv, message):
     proc = subprocess.run(["sh", SCRIPT] + argv, capture_output=True, text=True, check=False)
@@ -77,3 +77,25 @@ def test_a_pidfile_with_garbage_is_refused(tmp_path):
     proc = subprocess.run(["sh", SCRIPT, "stop", str(pidfile)], capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert "does not hold a pid" in proc.stderr
+
+
+def test_wait_returns_when_the_server_ends_and_gives_up_after_its_limit(tmp_path):
+    pidfile = str(tmp_path / "server.pid")
+    server = subprocess.Popen(["sh", SCRIPT, "start", pidfile, "60", "sleep", "1"])
+    try:
+        _wait_for(pidfile)
+        started = time.time()
+        assert subprocess.run(["sh", SCRIPT, "wait", pidfile, "30"], check=False, timeout=60).returncode == 0
+        assert time.time() - started < 10 and not _alive(server.pid)   # ended (a zombie until reaped)
+    finally:
+        server.kill()
+        server.wait()
+    slow = subprocess.Popen(["sh", SCRIPT, "start", pidfile, "60", "sleep", "30"])
+    try:
+        _wait_for(pidfile)
+        started = time.time()
+        assert subprocess.run(["sh", SCRIPT, "wait", pidfile, "1"], check=False, timeout=60).returncode == 0
+        assert 0.8 < time.time() - started < 10 and slow.poll() is None   # waited its limit, stopped nothing
+    finally:
+        slow.kill()
+        slow.wait()
