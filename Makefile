@@ -27,7 +27,8 @@ help:
 	@echo "make docs         the docs site (build/docs/html): reference from ansible-doc, guides, troubleshooting"
 	@echo "make prometheus-tools  promtool, amtool, alertmanager from Debian's packages into build/tools (the unit stage uses them)"
 	@echo "make bench        parser throughput, the burn-in search against its target (rounds vs N), the remediation planner,"
-	@echo "                  topology.conf for 1,000 and 4,096 nodes, 1,000 nodes' alerts through a real Alertmanager"
+	@echo "                  topology.conf for 1,000 and 4,096 nodes, 1,000 nodes' alerts through a real Alertmanager,"
+	@echo "                  a 10,000-node Alertmanager notification through the decider"
 	@echo "make ee-context   the AWX execution environment's build context (ansible-builder create)"
 	@echo "make changelog    preview the next release's CHANGELOG.rst (build/changelog) from changelogs/fragments"
 
@@ -117,6 +118,7 @@ bench: collection prometheus-tools
 	python tests/bench/bench_remediation.py
 	python tests/bench/bench_topology.py
 	python tests/bench/bench_alert_scale.py
+	python tests/bench/bench_decider_notification.py
 
 # What the next (minor) release's CHANGELOG.rst will say, from the pending fragments: a release in a
 # copy (build/changelog), so the fragments stay. Cutting a real release: docs/versioning.md.

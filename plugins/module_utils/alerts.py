@@ -23,6 +23,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEV
 
 SOURCE = "gpufabric.rdma.alert_relay"
 MAX_ALERTS = 100000
+# The largest notification the relay and the decider take: 10,000 nodes' alerts are about 6.3 MB, MAX_ALERTS about 63.
+MAX_NOTIFICATION_BYTES = 64 * 1024 * 1024
 # DingTalk takes 20,000 bytes of text, a Lark bot's request 20 KB: a part stays well inside both.
 MAX_TEXT_BYTES = 12000
 # What a message holds besides its node lines (heading, fields, fix hint, ids): kept free of the budget.

@@ -15,7 +15,6 @@ DingTalk robot takes 20 a minute), what is left waiting in order. Listens on loo
 
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import sys
 import threading
@@ -25,13 +24,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import alerts, delivery, service, statefile  # noqa: E402
 
-try:
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-except ImportError:  # pragma: no cover - Python 2
+if sys.version_info < (3,):  # pragma: no cover - Python 2
     raise SystemExit("gpufabric-alert-relay needs Python 3")
 
-MAX_BODY = 32 * 1024 * 1024  # 1,000 nodes' alerts are about 1 MB
 PREFIX = "/v1/alerts"
+# A thread per connection, at most this many at once (Alertmanager and a few clients); each request must arrive
+# within READ_SECONDS in all, so a client dripping its body holds neither a thread for long nor the others.
+MAX_CONNECTIONS = 64
+READ_SECONDS = 15
 
 
 def _say(line):
@@ -80,17 +80,23 @@ def make_handler(config, wake, log, clock):
     names = [w["name"] for w in config["webhooks"]]
     state_path, lock_path = paths(config)
 
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "gpufabric-alert-relay"
-        timeout = 15
+    refused = {}
 
-        def log_message(self, *args):
-            pass
+    def refuse(handler, status, why, reason):
+        """Every refusal is said in the log and counted (GET /v1/health shows the counts): none is silent."""
+        refused[reason] = refused.get(reason, 0) + 1
+        log("refused %s from %s: %s" % (handler.path.split("?", 1)[0][:100], handler.client_address[0], why))
+        return handler._send(status, {"error": why})
+
+    class Handler(service.BoundedHandler):
+        server_version = "gpufabric-alert-relay"
+        read_seconds = READ_SECONDS
 
         def _send(self, status, obj):
             return service.send_json(self, status, obj)
 
         def do_GET(self):
+            self.watchdog.cancel()
             if self.path.rstrip("/") != "/v1/health":
                 return self._send(404, {"error": "no such path"})
             try:
@@ -99,25 +105,25 @@ def make_handler(config, wake, log, clock):
             except statefile.StateError as exc:
                 return self._send(503, {"ok": False, "error": str(exc)})
             box = (state or alerts.empty_state())["outbox"]
-            return self._send(200, {"ok": True, "waiting": dict((n, len(box.get(n) or [])) for n in names)})
+            return self._send(200, {"ok": True, "waiting": dict((n, len(box.get(n) or [])) for n in names),
+                                    "refused": dict(refused)})
 
         def do_POST(self):
             path = self.path.split("?", 1)[0].rstrip("/")
             if path != PREFIX and not path.startswith(PREFIX + "/"):
-                return self._send(404, {"error": "no such path"})
+                return refuse(self, 404, "no such path", "path")
             target = path[len(PREFIX) + 1:] if path != PREFIX else None
             if target is not None and target not in names:
-                return self._send(404, {"error": "no webhook named %r is configured" % target[:100]})
+                return refuse(self, 404, "no webhook named %r is configured" % target[:100], "path")
+            body = self.read_body(alerts.MAX_NOTIFICATION_BYTES)
+            self.watchdog.cancel()  # the request is in
+            if body is None:
+                return refuse(self, 413, "a body with a Content-Length of at most %d bytes is needed"
+                              % alerts.MAX_NOTIFICATION_BYTES, "size")
             try:
-                length = int(self.headers.get("Content-Length") or "-1")
-            except ValueError:
-                length = -1
-            if length < 0 or length > MAX_BODY:
-                return self._send(413, {"error": "a body with a Content-Length of at most %d bytes is needed" % MAX_BODY})
-            try:
-                payload = alerts.check_payload(json.loads(self.rfile.read(length).decode("utf-8")))
-            except (ValueError, UnicodeDecodeError) as exc:  # AlertError and JSON errors: resending will not help
-                return self._send(400, {"error": str(exc)[:300]})
+                payload = alerts.check_payload(service.parse_json_body(body))
+            except ValueError as exc:  # AlertError, JSON errors, nesting, UnicodeDecodeError: resending will not help
+                return refuse(self, 400, str(exc)[:300], "notification")
             try:
                 with statefile.Lock(lock_path, 30):
                     state, warning = statefile.load_json(state_path, alerts.check_state)
@@ -143,7 +149,7 @@ def serve(config, log=_say, clock=time.time, stop=None):
     stop = stop or threading.Event()
     wake = threading.Event()
     pacer = Pacer(config["max_per_minute"], clock)
-    server = HTTPServer((config["listen"], config["port"]), make_handler(config, wake, log, clock))
+    server = service.Server((config["listen"], config["port"]), make_handler(config, wake, log, clock), MAX_CONNECTIONS)
 
     def deliver_loop():
         while not stop.is_set():

@@ -18,9 +18,7 @@ This file is the HTTP and threading glue; the knowledge is in module_utils, copi
 from __future__ import absolute_import, division, print_function
 
 import hmac
-import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -32,8 +30,6 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils import (  # noqa: E
     alerts, decider, delivery, monitor, remediation, service)
 
 try:
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-    from socketserver import ThreadingMixIn
     import secrets
 except ImportError:  # pragma: no cover - Python 2
     raise SystemExit("gpufabric-remediator needs Python 3")
@@ -151,60 +147,44 @@ class Batcher(object):
         self.wake_delivery.set()
 
 
-def make_handler(config, nonces, batcher, threads):
+def make_handler(config, nonces, batcher, threads, log):
     secret = config["secret"]
 
-    class Handler(BaseHTTPRequestHandler):
+    refused = {}
+
+    def refuse(handler, status, why, reason):
+        """Every refusal is said in the log and counted (GET /v1/health shows the counts): none is silent."""
+        refused[reason] = refused.get(reason, 0) + 1
+        log("refused %s from %s: %s" % (handler.path.split("?", 1)[0][:100], handler.client_address[0], why))
+        return handler._send(status, {"error": why})
+
+    class Handler(service.BoundedHandler):
         server_version = "gpufabric-remediator"
-        timeout = READ_SECONDS  # per read; the watchdog below bounds the whole request
-
-        def setup(self):
-            BaseHTTPRequestHandler.setup(self)
-            # A client that drips its request a byte at a time gets READ_SECONDS in all, then the socket closes.
-            self.watchdog = threading.Timer(READ_SECONDS, self._cut)
-            self.watchdog.daemon = True
-            self.watchdog.start()
-
-        def _cut(self):
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-        def finish(self):
-            self.watchdog.cancel()
-            BaseHTTPRequestHandler.finish(self)
-
-        def log_message(self, *args):
-            pass
+        read_seconds = READ_SECONDS  # the whole request, not each read: a dripping client is cut then
 
         def _send(self, status, obj):
             return service.send_json(self, status, obj)
-
-        def _body(self):
-            try:
-                length = int(self.headers.get("Content-Length") or "-1")
-            except ValueError:
-                length = -1
-            if length < 0 or length > monitor.MAX_REPORT_BYTES:
-                return None
-            return self.rfile.read(length)
 
         def do_GET(self):
             self.watchdog.cancel()
             if self.path.rstrip("/") == "/v1/health":
                 dead = sorted(t.name for t in threads if not t.is_alive())
                 return self._send(503 if dead else 200, {"ok": not dead, "dead_threads": dead,
-                                                         "last_batch": batcher.last})
+                                                         "last_batch": batcher.last, "refused": dict(refused)})
             return self._send(404, {"error": "no such path"})
 
         def do_POST(self):
             path = self.path.split("?", 1)[0].rstrip("/")
-            body = self._body()
+            # Alertmanager sends a whole group at once: 10,000 nodes' alerts are about 6.3 MB.
+            limit = alerts.MAX_NOTIFICATION_BYTES if path == alerts.ALERTMANAGER_PATH else monitor.MAX_REPORT_BYTES
+            body = self.read_body(limit)
             self.watchdog.cancel()  # the request is in; waiting for the decision is bounded by answer_within
             if body is None:
-                return self._send(413, {"error": "a body with a Content-Length of at most %d bytes is needed"
-                                        % monitor.MAX_REPORT_BYTES})
+                return refuse(self, 413, "a body with a Content-Length of at most %d bytes is needed" % limit, "size")
+            try:
+                service.check_json_depth(body)
+            except ValueError as exc:
+                return refuse(self, 400, str(exc), "nesting")
             if path == monitor.CHALLENGE_PATH:
                 try:
                     node = monitor.verify_challenge(secret, body, self.headers.get("X-Gpufabric-Signature"))
@@ -242,9 +222,9 @@ def make_handler(config, nonces, batcher, threads):
             if not token or not hmac.compare_digest(given.encode("utf-8"), ("Bearer " + token).encode("utf-8")):
                 return self._send(401, {"error": "a bearer token is needed (alertmanager_token in the decider's configuration)"})
             try:
-                reports = alerts.decider_reports(alerts.check_payload(json.loads(body.decode("utf-8"))))
-            except (ValueError, UnicodeDecodeError) as exc:
-                return self._send(400, {"error": str(exc)[:300]})
+                reports = alerts.decider_reports(alerts.check_payload(service.parse_json_body(body)))
+            except ValueError as exc:  # UnicodeDecodeError is one
+                return refuse(self, 400, str(exc)[:300], "notification")
             slots = []
             for report in reports.values():
                 slot = batcher.submit(report)
@@ -260,28 +240,6 @@ def make_handler(config, nonces, batcher, threads):
     return Handler
 
 
-class Server(ThreadingMixIn, HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    # A whole fleet reports at the same second (HealthCheckProgram): the listen backlog must hold it.
-    request_queue_size = 4096
-    slots = None  # set per server: a BoundedSemaphore of MAX_CONNECTIONS
-
-    def process_request(self, request, client_address):
-        """A thread per connection, up to MAX_CONNECTIONS; beyond that the connection is closed at once
-        (a node retries on its next run) instead of a thread piling up."""
-        if not self.slots.acquire(False):
-            self.shutdown_request(request)
-            return
-        ThreadingMixIn.process_request(self, request, client_address)
-
-    def process_request_thread(self, request, client_address):
-        try:
-            ThreadingMixIn.process_request_thread(self, request, client_address)
-        finally:
-            self.slots.release()
-
-
 def serve(config, clock=time.time, log=_say, stop=None):
     """Start the decider; returns (server, stop event, threads). ``stop.set()`` and server.shutdown() end it."""
     stop = stop or threading.Event()
@@ -289,8 +247,8 @@ def serve(config, clock=time.time, log=_say, stop=None):
     nonces = Nonces(clock)
     batcher = Batcher(config, clock, log, wake)
     threads = []
-    server = Server((config["listen"], config["port"]), make_handler(config, nonces, batcher, threads))
-    server.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+    server = service.Server((config["listen"], config["port"]), make_handler(config, nonces, batcher, threads, log),
+                            MAX_CONNECTIONS)
     state_path, lock_path = decider.paths(config["state_dir"])
 
     def deliver_loop():

@@ -280,3 +280,36 @@ def test_the_relay_program_refuses_a_configuration_it_cannot_use_naming_why(tmp_
     assert relay.main(["--config", str(tmp_path / "bad.json")]) == 2
     assert capsys.readouterr().err == "configuration %s: port must be a whole number from 0 to 65535, got 'x'\n" % (tmp_path / "bad.json")
     assert relay.main(["--config"]) == 2 and capsys.readouterr().err == relay.USAGE + "\n"
+
+
+def _health(url):
+    with urllib.request.urlopen(url + "/v1/health", timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def test_the_relay_serves_alertmanager_while_a_client_drips_and_refuses_deep_json_saying_so(tmp_path, receiver, monkeypatch):
+    """Before, the relay served one client at a time: a notification waited 38 s behind a local client dripping a
+    40-byte body, and JSON nested 100,000 deep got no answer. Every refusal is logged and counted."""
+    import socket
+    base, received = receiver
+    monkeypatch.setattr(relay, "READ_SECONDS", 3)
+    config, url, server, stop, lines = _relay(tmp_path, base)
+    try:
+        drip = socket.create_connection(("127.0.0.1", server.server_address[1]))
+        drip.sendall(b"POST /v1/alerts/ding HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{")
+        started = time.time()
+        assert _post(url + "/v1/alerts/ding", notification([alert(n) for n in NODES[:3]])) == (200, {"queued": 1})
+        assert time.time() - started < 2, "the notification waited behind the dripping client"
+        deep = b"[" * 100000 + b"]" * 100000
+        request = urllib.request.Request(url + "/v1/alerts/ding", deep, {"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(request, timeout=10)
+        assert error.value.code == 400 and json.loads(error.value.read()) == {"error": "the JSON nests deeper than 64 levels"}
+        assert _health(url)["refused"] == {"notification": 1}
+        assert any(line.startswith("refused /v1/alerts/ding from 127.0.0.1: the JSON nests deeper") for line in lines)
+        assert _wait(lambda: server.slots._value == relay.MAX_CONNECTIONS, 10)   # the dripping connection's slot is back
+        drip.close()
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()

@@ -487,16 +487,26 @@ def test_a_json_patch_from_a_stale_read_fails_instead_of_removing_another_contro
     assert standin.json_patch(stale, patch)["spec"]["taints"] == [{"key": "a"}]
 
 
-def _alertmanager(c, nodes, token, status="firing"):
-    """What Alertmanager posts to the decider's receiver: critical finding alerts of a group."""
+def _alertmanager(c, nodes, token, status="firing", full=False):
+    """What Alertmanager posts to the decider's receiver: critical finding alerts of a group (``full``: with the labels,
+    annotations and generatorURL a real alert of gpufabric's rules carries, about 630 bytes each)."""
     import urllib.request
+    extra_labels = {"cluster": "lab", "instance": "%s:9100", "job": "node", "detail": "Xid 79: GPU has fallen off the bus",
+                    "policy": "drain"} if full else {}
+    extra = {"annotations": {"summary": "gpu_xid (critical)", "description": "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, "
+                             "name=python, GPU has fallen off the bus.", "fix_hint": "drain the node; reseat or replace the "
+                             "GPU if it stays missing after a reboot"},
+             "generatorURL": "http://prometheus:9090/graph?g0.expr=gpufabric_finding%7Bseverity%3D%22critical%22%7D+%3D%3D+1"
+                             "&g0.tab=1"} if full else {"annotations": {"summary": "gpu_xid (critical)"}}
     body = json.dumps({"version": "4", "status": status, "groupKey": "{}:{check=\"gpu_xid\"}", "receiver": "gpufabric-decider",
                        "groupLabels": {"check": "gpu_xid"}, "commonLabels": {},
-                       "alerts": [{"status": status, "labels": {"alertname": "GpufabricFinding", "check": "gpu_xid",
-                                                                "severity": "critical", "Hostname": n,
-                                                                "target": "%s/GPU 0000:18:00" % n},
-                                   "annotations": {"summary": "gpu_xid (critical)"}, "startsAt": "2026-11-24T10:00:00Z",
-                                   "endsAt": "", "fingerprint": n} for n in nodes]}).encode()
+                       "alerts": [dict({"status": status, "labels": dict({"alertname": "GpufabricFinding", "check": "gpu_xid",
+                                                                          "severity": "critical", "Hostname": n,
+                                                                          "target": "%s/GPU 0000:18:00" % n},
+                                                                         **dict((k, v.replace("%s", n)) for k, v in extra_labels.items())),
+                                        "startsAt": "2026-11-24T10:00:00Z", "endsAt": "", "fingerprint": n}, **extra)
+                                  for n in nodes]}).encode()
+    c.last_body_bytes = len(body)
     request = urllib.request.Request(c.url + "/v1/alertmanager", body, {"Authorization": "Bearer " + token})
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
@@ -520,3 +530,30 @@ def test_alertmanager_feeds_the_decider_within_the_same_limits_and_alerts_never_
     assert status == 200 and answer["reports"] == 0 and c.drained() == [drained]
     assert any("resumed %s" % drained in line for line in c.run(drained))
     assert c.drained() == []
+
+
+def test_a_10000_node_notification_is_taken_and_decided_within_the_limits(cluster):
+    """Alertmanager sends a group whole: 10,000 nodes' alerts are about 6.3 MB, over the 4 MiB a node's report may
+    be (the decider used to refuse it mid-upload with 413 and log nothing). The rate limit still holds."""
+    names = ["gpu%05d" % n for n in range(10000)]
+    c = cluster(names[:4])
+    token = "alertmanager-token-0123456789"
+    c.config["alertmanager_token"] = token
+    c.nodes_file.write_text(json.dumps(dict((n, {"partitions": ["gpu"], "state": "IDLE", "reason": None,
+                                                 "reason_time": None}) for n in names)))
+    status, answer = _alertmanager(c, names, token, full=True)
+    assert c.last_body_bytes > 6000000   # over the 4 MiB a node's report may be
+    assert status == 200 and answer["reports"] == 10000, answer
+    assert len(c.drained()) == 1 and len(c.updates()) == 1   # max_nodes 1, as for the nodes' own reports
+
+
+def test_json_nested_too_deep_is_refused_before_parsing_and_counted(cluster):
+    import urllib.request
+    c = cluster(["n01"])
+    request = urllib.request.Request(c.url + "/v1/report", b"[" * 100000 + b"]" * 100000)
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request, timeout=10)
+    assert error.value.code == 400 and json.loads(error.value.read()) == {"error": "the JSON nests deeper than 64 levels"}
+    with urllib.request.urlopen(c.url + "/v1/health", timeout=10) as answer:
+        assert json.loads(answer.read())["refused"] == {"nesting": 1}
+    assert any(line.startswith("refused /v1/report from 127.0.0.1: the JSON nests deeper") for line in c.lines)
