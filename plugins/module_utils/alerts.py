@@ -22,6 +22,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils import hostlist, mo
 from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES, rank
 
 SOURCE = "gpufabric.rdma.alert_relay"
+# A notification holds at most this many alerts (the webhook receivers' max_alerts, what the relay and the decider
+# take): a group of a 100,000-node fleet, in at most MAX_NOTIFICATION_BYTES.
 MAX_ALERTS = 100000
 # The largest notification the relay and the decider take: 10,000 nodes' alerts are about 6.3 MB, MAX_ALERTS about 63.
 MAX_NOTIFICATION_BYTES = 64 * 1024 * 1024
@@ -297,7 +299,7 @@ def alertmanager_config(webhook_names, relay_url, cluster="gpufabric", decider_u
     routes = []
     if webhook_names:
         receivers.append({"name": "gpufabric-chat", "webhook_configs": [
-            {"url": "%s/v1/alerts/%s" % (relay_url.rstrip("/"), name), "send_resolved": True, "max_alerts": 0}
+            {"url": "%s/v1/alerts/%s" % (relay_url.rstrip("/"), name), "send_resolved": True, "max_alerts": MAX_ALERTS}
             for name in webhook_names]})
         routes.append({"receiver": "gpufabric-chat", "matchers": ['source="gpufabric"'], "continue": bool(decider_url)})
     if decider_url:
@@ -306,7 +308,7 @@ def alertmanager_config(webhook_names, relay_url, cluster="gpufabric", decider_u
         if not isinstance(decider_token, str) or len(decider_token) < 16 or "\n" in decider_token:
             raise monitor.ConfigError("decider_token must be a one-line secret of at least 16 characters")
         receivers.append({"name": "gpufabric-decider", "webhook_configs": [{
-            "url": decider_url.rstrip("/") + ALERTMANAGER_PATH, "send_resolved": False, "max_alerts": 0,
+            "url": decider_url.rstrip("/") + ALERTMANAGER_PATH, "send_resolved": False, "max_alerts": MAX_ALERTS,
             "http_config": {"authorization": {"type": "Bearer", "credentials": decider_token}}}]})
         routes.append({"receiver": "gpufabric-decider", "matchers": ['alertname="GpufabricFinding"', 'severity="critical"'],
                        "group_wait": "10s", "group_interval": "1m"})

@@ -40,13 +40,19 @@ def listdir(path):
         return []
 
 
+def shown(name):
+    """A name read from the file system as text that can be written anywhere: bytes that are not UTF-8 (which Python
+    keeps as lone surrogates, and which no JSON, hash or webhook takes) escaped as \\xff. Paths keep the real name."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _link_name(path):
-    return os.path.basename(os.path.realpath(path)) if os.path.islink(path) else None
+    return shown(os.path.basename(os.path.realpath(path))) if os.path.islink(path) else None
 
 
 def _port_attrs(port_dir):
     attrs = dict((name, read_attr(os.path.join(port_dir, name))) for name in _PORT_ATTRS)
-    attrs["gids"] = dict((index, (read_attr(os.path.join(port_dir, "gids", index)),
+    attrs["gids"] = dict((shown(index), (read_attr(os.path.join(port_dir, "gids", index)),
                                   read_attr(os.path.join(port_dir, "gid_attrs", "types", index)),
                                   read_attr(os.path.join(port_dir, "gid_attrs", "ndevs", index))))
                          for index in listdir(os.path.join(port_dir, "gids")))
@@ -64,9 +70,9 @@ def device_attrs(sysfs_root, name):
         has_parent=read_attr(os.path.join(device_dir, "parent")) is not None,
         numa_node=read_attr(os.path.join(device_dir, "device", "numa_node")),
         vendor=read_attr(os.path.join(device_dir, "device", "vendor")),
-        ports=dict((port, _port_attrs(os.path.join(device_dir, "ports", port)))
+        ports=dict((shown(port), _port_attrs(os.path.join(device_dir, "ports", port)))
                    for port in listdir(os.path.join(device_dir, "ports"))),
-        nets=dict((net, read_attr(os.path.join(device_dir, "device", "net", net, "dev_port")))
+        nets=dict((shown(net), read_attr(os.path.join(device_dir, "device", "net", net, "dev_port")))
                   for net in listdir(os.path.join(device_dir, "device", "net"))),
     )
     netdevs = set(ndev for port in attrs["ports"].values() for dummy, dummy2, ndev in port["gids"].values() if ndev)
@@ -78,7 +84,7 @@ def device_attrs(sysfs_root, name):
 def read_rdma_devices(sysfs_root="/sys"):
     """Every RDMA device under <sysfs_root>/class/infiniband, sorted by name ([] when none)."""
     base = os.path.join(sysfs_root, "class", "infiniband")
-    return [rdma.device_from_sysfs(name, device_attrs(sysfs_root, name)) for name in listdir(base)]
+    return [rdma.device_from_sysfs(shown(name), device_attrs(sysfs_root, name)) for name in listdir(base)]
 
 
 def read_port_counters(sysfs_root="/sys", names=ERROR_COUNTERS):
@@ -94,7 +100,7 @@ def read_port_counters(sysfs_root="/sys", names=ERROR_COUNTERS):
                 if value is not None:
                     values[name] = value
             if values:
-                readings["%s/%s" % (device, port)] = values
+                readings["%s/%s" % (shown(device), shown(port))] = values
     return readings
 
 
@@ -119,7 +125,7 @@ def read_hw_counters(sysfs_root, names):
             for name in names:
                 value = count(read_attr(os.path.join(base, device, "ports", port, "hw_counters", name)))
                 if value is not None:
-                    readings.setdefault("%s/%s" % (device, port), {})[name] = value
+                    readings.setdefault("%s/%s" % (shown(device), shown(port)), {})[name] = value
     return readings
 
 

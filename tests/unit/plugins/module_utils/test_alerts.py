@@ -133,6 +133,9 @@ def test_alertmanager_routes_group_by_cluster_and_check_and_a_down_node_silences
     assert config["route"]["routes"][0]["continue"] is True
     decider = next(r for r in config["receivers"] if r["name"] == "gpufabric-decider")["webhook_configs"][0]
     assert decider["url"] == "http://ctl:8740/v1/alertmanager" and decider["send_resolved"] is False
+    # a group's notification is bounded by what the relay and the decider take (it was unbounded: max_alerts 0)
+    assert decider["max_alerts"] == alerts.MAX_ALERTS == 100000
+    assert all(w["max_alerts"] == alerts.MAX_ALERTS for w in chat["webhook_configs"])
     assert config["inhibit_rules"] == [{"source_matchers": ['alertname="GpufabricNodeDown"'],
                                         "target_matchers": ['alertname=~"%s"' % alerts.FINDING_ALERTS],
                                         "equal": ["cluster", "Hostname"]}]
