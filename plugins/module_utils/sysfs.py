@@ -53,8 +53,8 @@ def _link_name(path):
 def _port_attrs(port_dir):
     attrs = dict((name, read_attr(os.path.join(port_dir, name))) for name in _PORT_ATTRS)
     attrs["gids"] = dict((shown(index), (read_attr(os.path.join(port_dir, "gids", index)),
-                                  read_attr(os.path.join(port_dir, "gid_attrs", "types", index)),
-                                  read_attr(os.path.join(port_dir, "gid_attrs", "ndevs", index))))
+                                         read_attr(os.path.join(port_dir, "gid_attrs", "types", index)),
+                                         read_attr(os.path.join(port_dir, "gid_attrs", "ndevs", index))))
                          for index in listdir(os.path.join(port_dir, "gids")))
     return attrs
 

@@ -11,7 +11,8 @@ import yaml
 
 pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
                                 reason="needs the collection installed (make unit sets ANSIBLE_COLLECTIONS_PATH)")
-WEBHOOKS = '{"fleet_monitoring_webhooks": [{"name": "ops", "type": "dingtalk", "url": "https://oapi.dingtalk.com/robot/send?access_token=t", "secret": "SECx"}]}'
+WEBHOOKS = ('{"fleet_monitoring_webhooks": [{"name": "ops", "type": "dingtalk", '
+            '"url": "https://oapi.dingtalk.com/robot/send?access_token=t", "secret": "SECx"}]}')
 
 
 def _play(tmp_path, *extra):
@@ -27,8 +28,8 @@ def test_render_only_writes_the_three_files_and_nothing_on_the_host(tmp_path):
     rc, out = _play(tmp_path, "-e", "fleet_monitoring_render_only=true", "-e", WEBHOOKS)
     assert rc == 0, out[-3000:]
     report = tmp_path / "gpufabric-report" / "monitoring"
-    assert sorted(p.name for p in report.iterdir()) == ["gpufabric-alertmanager.yml", "gpufabric-dashboard.json",
-                                                         "gpufabric-prometheusrule.yaml"]
+    assert sorted(p.name for p in report.iterdir()) == [
+        "gpufabric-alertmanager.yml", "gpufabric-dashboard.json", "gpufabric-prometheusrule.yaml"]
     rule = yaml.safe_load((report / "gpufabric-prometheusrule.yaml").read_text())
     assert rule["kind"] == "PrometheusRule" and rule["spec"]["groups"]
     assert "/v1/alerts/ops" in (report / "gpufabric-alertmanager.yml").read_text()

@@ -18,7 +18,8 @@ def test_filter_errors_name_the_filter():
 def test_readiness_filter_errors_name_the_filter():
     with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.readiness_report: .*mapping"):
         FilterModule().filters()["readiness_report"]([])
-    with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.readiness_report: expected_gpu_count must be a whole number of GPUs per node \\(0 or more\\), got 'eight'"):
+    with pytest.raises(AnsibleFilterError, match="gpufabric.rdma.readiness_report: expected_gpu_count must be a whole "
+                                                 "number of GPUs per node \\(0 or more\\), got 'eight'"):
         FilterModule().filters()["readiness_report"]({}, "eight")
 
 
