@@ -144,13 +144,14 @@ def finding_labels(found, gpus=()):
 
 
 def health_families(result, cluster, hostname, now, duration, interval=None, last_success=None, decisions=None,
-                    gpus=()):
+                    gpus=(), state_saved=True):
     """A node's health check as metric families.
 
     ``result`` is node_checks.check_node's; ``now`` the run's time (epoch seconds), ``duration`` how
     long the check took, ``interval`` how often it runs (a rule compares the last run's time with it),
     ``last_success`` the last run that read every source, ``decisions`` {action: count} of the
-    decider's answers about this node so far (a counter).
+    decider's answers about this node so far (a counter). ``state_saved`` false: the monitor could not save its
+    state this run (a full or read-only disk).
     """
     base = {"cluster": cluster, "Hostname": hostname}
 
@@ -191,6 +192,10 @@ def health_families(result, cluster, hostname, now, duration, interval=None, las
                "When a check last read every source (epoch seconds).", [(base, last_success)]),
         family(PREFIX + "health_check_interval_seconds", "gauge",
                "How often the check runs; a last run older than 3 intervals is a stale exporter.", [(base, interval)]),
+        family(PREFIX + "health_state_writable", "gauge",
+               "1 when the monitor saved its state this run; 0 when it could not (a full or read-only disk): findings "
+               "are then reported to the decider and alerted directly, but not tracked between runs.",
+               [(base, 1 if state_saved else 0)]),
     ]
     families.append(family(PREFIX + "port_events_total", "counter",
                            "The port and interface counters behind the grey-failure rates, as last read.",

@@ -17,7 +17,8 @@ from the collection's module_utils, copied beside it.
 limits), queue the messages for the timer, exit 0. --gate is Slurm's Prolog: exit 1 (refuse the job)
 only when the decider has this node out of service.
 Exit status: 0 when every message arrived, 1 when one did not or the state could not be saved, 2 on a
-bad configuration.
+bad configuration. A state that cannot be saved (a full disk) is never silence: the decider is still told, each
+webhook gets one alert an hour that says so (the hour kept in /run), and gpufabric_health_state_writable is 0.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -84,16 +85,66 @@ def report(config, result, source, clock=time.time):
         return None, "the decider at %s did not take the report: %s" % (base, str(exc)[:300])
 
 
-def _save(state_path, state, log):
+# When the state cannot be saved, the alert that says so is sent at most once in this many seconds; when it was last
+# sent is kept in /run (memory), not in the state directory whose disk is full.
+UNSAVED_EVERY = 3600
+UNSAVED_MARKS = "/run/gpufabric-health-monitor"
+
+
+def _unsaved_alert_due(config, now):
+    """Whether the 'state not writable' alert is due, marking it sent now (False when /run cannot keep the mark either:
+    then it is sent every run rather than never)."""
+    import hashlib
+    name = hashlib.sha256(config["state_dir"].encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    mark = os.path.join(UNSAVED_MARKS, name)
     try:
-        statefile.save_json(state_path, state)
-        return True
-    except statefile.StateError as exc:
-        log("%s: nothing is sent this run, so nothing is sent twice; the findings are checked again next run" % exc)
-        return False
+        if now - os.stat(mark).st_mtime < UNSAVED_EVERY:
+            return False
+    except OSError:
+        pass
+    try:
+        os.makedirs(UNSAVED_MARKS, mode=0o700, exist_ok=True)
+        with open(mark, "w"):
+            pass
+        os.utime(mark, (now, now))
+    except OSError:
+        pass
+    return True
 
 
-def write_metrics(config, result, host, now, duration, state, log):
+def unsaved(config, why, host, now, log, clock, runner=None, result=None, duration=None, told=False, mode="timer"):
+    """The state cannot be saved (a full or read-only disk): nothing is tracked or queued, but the node is not silent.
+    The checks run (when they have not), the decider is told (when it was not), each webhook gets one alert an hour
+    that says the state is not writable with what the checks found, and the metric says so. Returns 1."""
+    log("%s: the state cannot be saved; the decider is told and the webhooks alerted directly" % why)
+    if result is None:
+        started = clock()
+        result = node_checks.check_node(config["checks"], runner, host=host)
+        duration = clock() - started
+    if config["decider"] and not told:
+        decided, error = report(config, result, "healthcheck" if mode == "healthcheck" else "timer", clock)
+        log("decider: %s" % (decided.get("text") or decided["decision"].get("why")) if decided else error)
+    write_metrics(config, result, host, now, duration, {}, log, state_saved=False)
+    if mode != "timer" or not config["webhooks"] or not _unsaved_alert_due(config, now):
+        return 1
+    counts = result["counts"]
+    event = {"event_id": monitor.new_event_id(config["cluster"], host, "health_state|" + host, now),
+             "check": "health_state", "target": host, "severity": "critical", "first_seen": now, "last_seen": now,
+             "detail": "the health monitor cannot save its state (%s): findings are not tracked until it can; this run "
+                       "found %d critical, %d warning, %d info: %s" % (
+                           why[:300], counts["critical"], counts["warning"], counts["info"],
+                           "; ".join("%s %s" % (f["check"], f["target"]) for f in result["findings"][:10]) or "none"),
+             "fix_hint": "free space on the file system of %s (df -h), or make it writable again" % config["state_dir"]}
+    body = monitor.payload(config["cluster"], host, event, "new", now)
+    for hook in config["webhooks"]:
+        body["sent_at"] = monitor.iso(clock())
+        url, data, headers = monitor.build_request(hook, body, clock())
+        answer = webhook.send(url, data, headers, deadline=config["timeout"])
+        log("alert to %s: %s" % (hook["name"], answer.error or "HTTP %s" % answer.status))
+    return 1
+
+
+def write_metrics(config, result, host, now, duration, state, log, state_saved=True):
     """The findings and the check's health into node_exporter's textfile directory (when configured),
     atomically: a scrape sees the last run or this one, never half a file. A file that cannot be written is
     said; the stale-exporter alert then fires from its age."""
@@ -104,7 +155,7 @@ def write_metrics(config, result, host, now, duration, state, log):
         families = metrics.health_families(result, config["cluster"], host.split(".")[0], now, duration,
                                            config.get("interval"), state.get("last_success"),
                                            state.get("decisions") if config["decider"] else None,
-                                           result["observed"].get("gpus") or ())
+                                           result["observed"].get("gpus") or (), state_saved=state_saved)
         statefile.save_bytes(path, metrics.render(families).encode("utf-8"), mode=0o644)
     except (statefile.StateError, metrics.MetricsError) as exc:
         log("metrics: %s" % exc)
@@ -126,6 +177,7 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
             result = node_checks.check_node(config["checks"], runner, host=host,
                                             previous_counters=state.get("counters"), history=state.get("history") or [])
             duration = clock() - started
+            told = bool(config["decider"])
             if config["decider"]:
                 decided, error = report(config, result, "healthcheck" if mode == "healthcheck" else "timer", clock)
                 log("decider: %s" % (decided.get("text") or decided["decision"].get("why")) if decided else error)
@@ -143,12 +195,13 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
                                  "complete": result["complete"], "queued": len(queued)}
             if state.pop("dropped", 0):
                 log("outbox full: the oldest messages were dropped to keep %d per webhook" % outbox.MAX_PENDING)
-            if not _save(state_path, state, log):
-                return 1
+            try:
+                statefile.save_json(state_path, state)
+            except statefile.StateError as exc:
+                return unsaved(config, str(exc), host, now, log, clock, runner, result, duration, told, mode)
             write_metrics(config, result, host, now, duration, state, log)
-    except statefile.StateError as exc:
-        log("%s: nothing is sent this run" % exc)
-        return 1
+    except statefile.StateError as exc:  # the lock (or the state) could not be had
+        return unsaved(config, str(exc), host, now, log, clock, runner, mode=mode)
     totals = {"sent": 0, "failed": 0, "pending": outbox.count(state["outbox"])}
     if mode == "timer" and config["webhooks"]:
         totals = delivery.deliver_state(state_path, lock_path, monitor.check_state, config["webhooks"], log,

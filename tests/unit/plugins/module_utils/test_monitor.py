@@ -454,8 +454,13 @@ def test_a_misbehaving_receiver_is_a_failure_kept_for_the_next_run(node, receive
         assert not any(r["path"].startswith("/generic") for r in received())
 
 
-def test_a_full_disk_sends_nothing_and_says_so_then_nothing_twice(node, receiver, monkeypatch):
+def test_a_full_disk_is_said_once_an_hour_with_what_the_checks_found_then_nothing_twice(node, receiver, monkeypatch,
+                                                                                          tmp_path):
+    """A full disk used to be silence: three runs exited 1 and sent nothing. Now each webhook gets one alert an hour
+    (the hour kept in /run, memory) naming the error and what this run found; the metric says the state is not
+    writable; when the disk is back the finding is tracked and sent once, as before."""
     base, received = receiver
+    monkeypatch.setattr(program, "UNSAVED_MARKS", str(tmp_path / "run-marks"))
     config = _config(node, base, webhooks=[{"name": "events", "type": "generic", "url": base + "/generic/e",
                                             "secret": SECRETS["generic"], "insecure_http": True}])
     assert program.run_once(config, log=[].append) == 0
@@ -469,13 +474,39 @@ def test_a_full_disk_sends_nothing_and_says_so_then_nothing_twice(node, receiver
                                    "name=python, GPU has fallen off the bus.\n")
     lines = []
     assert program.run_once(config, log=lines.append) == 1
-    assert any("No space left on device: nothing is sent this run, so nothing is sent twice" in line for line in lines)
-    assert len(received()) == 1
+    assert any("No space left on device: the state cannot be saved; the decider is told and the webhooks alerted "
+               "directly" in line for line in lines), lines
+    alert = received()[-1]["json"]
+    assert len(received()) == 2 and alert["fault_type"] == "health_state" and alert["severity"] == "critical"
+    assert "No space left on device" in alert["detail"] and "gpu_xid" in alert["detail"]
+    assert program.run_once(config, log=[].append) == 1
+    assert len(received()) == 2   # once an hour, not every run
     monkeypatch.setattr(statefile, "save_json", real_save)
     assert program.run_once(config, log=[].append) == 0
-    assert sorted(r["json"]["fault_type"] for r in received()) == ["gpu_xid", "nvidia_smi"]
+    assert sorted(r["json"]["fault_type"] for r in received()) == ["gpu_xid", "health_state", "nvidia_smi"]
     assert program.run_once(config, log=[].append) == 0
-    assert len(received()) == 2
+    assert len(received()) == 3
+
+
+def test_a_full_disk_still_reports_to_the_decider_and_writes_the_metric(node, receiver, monkeypatch, tmp_path):
+    base, received = receiver
+    monkeypatch.setattr(program, "UNSAVED_MARKS", str(tmp_path / "run-marks"))
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    config = _config(node, base, textfile_dir=str(textfile))
+    reported = []
+    monkeypatch.setattr(program, "report", lambda config, result, source, clock: (
+        reported.append(result["counts"]) or ({"text": "no action", "decision": {"action": "none"}}, None)))
+    config["decider"] = {"url": "http://127.0.0.1:9", "secret": "s" * 32, "timeout": 5}
+
+    def full(path, data):
+        raise statefile.StateError("could not save %s: No space left on device" % path)
+    monkeypatch.setattr(statefile, "save_json", full)
+    assert program.run_once(config, log=[].append) == 1
+    assert len(reported) == 1
+    (line,) = [line for line in (textfile / "gpufabric_health.prom").read_text().splitlines()
+               if line.startswith("gpufabric_health_state_writable{")]
+    assert line.endswith(" 0") and 'Hostname="node-a"' in line and 'cluster="lab"' in line
 
 
 def test_a_full_disk_after_a_delivery_stops_the_run(node, receiver, monkeypatch):
