@@ -146,11 +146,16 @@ def check_state(data):
         raise ValueError("not an object")
     remediation.check_ledger(data.get("ledger"))
     outbox.check(data.get("outbox"))
+    failing = data.get("failing", {})
+    if not isinstance(failing, dict) or not all(
+            isinstance(e, dict) and all(isinstance(e.get(k), (int, float)) and not isinstance(e.get(k), bool)
+                                        for k in ("since", "tries", "next")) for e in failing.values()):
+        raise ValueError("failing must map node|action to {since, tries, next, error}")
     return data
 
 
 def empty_state():
-    return {"ledger": remediation.empty_ledger(), "outbox": {}, "last_error": None}
+    return {"ledger": remediation.empty_ledger(), "outbox": {}, "last_error": None, "failing": {}}
 
 
 def paths(state_dir):
@@ -217,41 +222,66 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
                 return dict(result, error=None, warning=warning, now=now)
             state["ledger"] = result["ledger"]
             state["last_error"] = None
-            _queue(state, config, remediation.messages(result, scheduler.kind), now, log)
-            try:
+            failing = state.setdefault("failing", {})
+            try:  # the decisions are recorded before anything is done
                 statefile.save_json(state_path, state)
             except statefile.StateError as exc:
                 return dict(result, error="%s: nothing was done (a decision that cannot be recorded is not carried out)"
                             % exc, warning=warning, now=now, decisions=[dict(d, action="none", error=str(exc))
                                                                         for d in result["decisions"]])
-            failed = []
             for decision in result["decisions"]:
                 if decision["action"] not in ("drain", "resume") or decision["shadow"]:
                     continue
-                record = state["ledger"]["nodes"].get(decision["node"]) or {}
-                try:
-                    argv = scheduler.apply(decision, record, now)
-                    decision["done"] = True
-                    log("%s: ran %s" % (scheduler.kind, " ".join(argv)))
-                except (CouldNotAct, ValueError) as exc:
-                    decision["done"], decision["error"] = False, str(exc)
-                    failed.append(decision)
-                    if decision["action"] == "drain" and record.get("drains"):
-                        record["drains"].pop()  # it did not happen: it must not count towards escalation
-                    log("%s: could not act on %s: %s" % (scheduler.kind, decision["node"], exc))
+                _carry_out(scheduler, decision, state["ledger"]["nodes"].get(decision["node"]) or {}, failing, now, log)
+            asked = set("%s|%s" % (d["node"], d["action"]) for d in result["decisions"]
+                        if d["action"] in ("drain", "resume") and not d["shadow"])
+            for key in list(failing):  # an episode ends when its node no longer asks for that action
+                if key.split("|", 1)[0] in reports and key not in asked:
+                    del failing[key]
             out_of_service(result, fleet)
-            if failed:
-                nothing = {"opened": [], "closed": [], "shares": {}}
-                _queue(state, config, remediation.messages({"decisions": failed, "breaker": nothing}, scheduler.kind),
-                       now, log)
-                try:
-                    statefile.save_json(state_path, state)
-                except statefile.StateError as exc:
-                    log("%s; the failures above are not recorded" % exc)
+            # What happened, told once the scheduler answered: never "DRAINED" before (or instead of) a failure,
+            # and a failing action once per episode, not on every report.
+            told = [d for d in result["decisions"] if not d.get("error") or d.get("new_failure")]
+            _queue(state, config, remediation.messages(dict(result, decisions=told), scheduler.kind), now, log)
+            try:
+                statefile.save_json(state_path, state)
+            except statefile.StateError as exc:
+                log("%s; what was done is not recorded as told" % exc)
             return dict(result, error=None, warning=warning, now=now)
     except statefile.StateError as exc:
         return {"decisions": [_none(node, str(exc)) for node in sorted(reports)], "error": str(exc),
                 "breaker": {"open": [], "opened": [], "closed": [], "shares": {}}, "warning": None, "now": None}
+
+
+# A drain or resume that fails is tried again on a later report after this many seconds, doubling up to the last.
+RETRY_FIRST, RETRY_MAX = 60, 900
+
+
+def _carry_out(scheduler, decision, record, failing, now, log):
+    """One drain or resume: skipped while its failure's backoff runs, else carried out; a failure starts or extends
+    its episode (``failing``: {node|action: since, tries, next, error}) and is marked new only when it starts one."""
+    key = "%s|%s" % (decision["node"], decision["action"])
+    episode = failing.get(key)
+    if episode and now < episode["next"]:
+        error = "not tried again before %d s from now (%d failure(s) since %s: %s)" % (
+            episode["next"] - now, episode["tries"], monitor.iso(episode["since"]), episode["error"])
+    else:
+        try:
+            argv = scheduler.apply(decision, record, now)
+            decision["done"] = True
+            failing.pop(key, None)
+            log("%s: ran %s" % (scheduler.kind, " ".join(argv)))
+            return
+        except (CouldNotAct, ValueError) as exc:
+            error = str(exc)
+            tries = episode["tries"] + 1 if episode else 1
+            failing[key] = {"since": episode["since"] if episode else now, "tries": tries, "error": error[:300],
+                            "next": now + min(RETRY_MAX, RETRY_FIRST * 2 ** (tries - 1))}
+            decision["new_failure"] = episode is None
+            log("%s: could not act on %s: %s" % (scheduler.kind, decision["node"], exc))
+    decision["done"], decision["error"] = False, error
+    if decision["action"] == "drain" and record.get("drains"):
+        record["drains"].pop()  # it did not happen: it must not count towards escalation or the rate limit
 
 
 def out_of_service(result, fleet):

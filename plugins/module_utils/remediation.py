@@ -670,6 +670,8 @@ def decision_text(scheduler, decision):
             "resume": "resumed" if scheduler == "slurm" else "uncordoned and untainted"}.get(decision["action"])
     if verb is None:
         return "%s: %s %s (%s)" % (name, "held back" if decision["held"] else "no action on", decision["node"], decision["why"])
+    if decision.get("error") and not decision["shadow"]:
+        return "%s: could not %s %s: %s" % (name, decision["action"], decision["node"], decision["error"])
     if decision["shadow"]:
         return "%s: shadow mode, would have %s %s (%s)" % (name, verb, decision["node"], decision["why"])
     return "%s: %s %s (%s)" % (name, verb, decision["node"], decision["reason"] or decision["why"])

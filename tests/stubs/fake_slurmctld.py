@@ -11,7 +11,8 @@ tests/unit/fixtures/slurm/README.md):
 
 The controller's clock is $STUB_SLURM_CLOCK (epoch seconds; default the real clock). Misbehaviour, per
 tool (NAME upper-cased): STUB_<NAME>_MODE=hang (never answers, with a child), garbage (plausible nonsense,
-exit 0), fail:RC:TEXT; STUB_SLURM_LATENCY=SECONDS delays every answer (a slow slurmctld).
+exit 0), fail:RC:TEXT; STUB_SLURM_LATENCY=SECONDS delays every answer (a slow slurmctld);
+STUB_SCONTROL_UPDATE_FAIL=TEXT makes only `scontrol update` fail (exit 1, TEXT on stderr), as slurmctld refusing it.
 Every call is appended to $STUB_LOG as one JSON line {"tool", "argv", "at"}.
 """
 
@@ -88,6 +89,9 @@ def main():
                 return 1
             sys.stdout.write(_show(name, nodes[name]) + "\n")
             return 0
+        if tool == "scontrol" and args[:1] == ["update"] and os.environ.get("STUB_SCONTROL_UPDATE_FAIL"):
+            sys.stderr.write(os.environ["STUB_SCONTROL_UPDATE_FAIL"] + "\n")
+            return 1
         if tool == "scontrol" and args[:1] == ["update"]:
             fields = dict(arg.split("=", 1) for arg in args[1:])
             node = nodes.get(fields.get("NodeName"))

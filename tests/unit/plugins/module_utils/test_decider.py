@@ -128,7 +128,7 @@ class Cluster(object):
         self.receiver.shutdown()
         self.receiver.server_close()
         for key in ("STUB_SLURM_NODES", "STUB_LOG", "STUB_SLURM_LATENCY", "STUB_SINFO_MODE", "STUB_SDIAG_MODE",
-                    "STUB_SCONTROL_MODE", "STUB_SLURM_CLOCK"):
+                    "STUB_SCONTROL_MODE", "STUB_SLURM_CLOCK", "STUB_SCONTROL_UPDATE_FAIL"):
             os.environ.pop(key, None)
 
 
@@ -557,3 +557,27 @@ def test_json_nested_too_deep_is_refused_before_parsing_and_counted(cluster):
     with urllib.request.urlopen(c.url + "/v1/health", timeout=10) as answer:
         assert json.loads(answer.read())["refused"] == {"nesting": 1}
     assert any(line.startswith("refused /v1/report from 127.0.0.1: the JSON nests deeper") for line in c.lines)
+
+
+def test_a_drain_slurm_refuses_is_told_once_as_could_not_act_never_as_drained_and_tried_again_later(cluster):
+    """Before, a failing `scontrol update` gave the chat "DRAINED" and then "COULD NOT ACT" on every report, and the
+    node's journal said drained. Now the message says what happened after slurmctld answered, once per episode; the
+    action is tried again after a backoff, and told when it succeeds."""
+    c = cluster(["n01", "n02"])
+    os.environ["STUB_SCONTROL_UPDATE_FAIL"] = "slurm_update error: Access/permission denied"
+    c.fault("n01")
+    lines = c.run("n01")
+    assert any(line.startswith("decider: Slurm: could not drain n01: scontrol update: ") and
+               line.endswith("slurm_update error: Access/permission denied") for line in lines), lines
+    assert c.drained() == [] and len(c.updates()) == 1
+    assert [m["status"] for m in c.messages(1)] == ["could-not-act"]
+    lines = c.run("n01")   # within the backoff: not tried, not told again
+    assert any("not tried again before" in line for line in lines), lines
+    assert len(c.updates()) == 1
+    time.sleep(1)
+    assert [m["status"] for m in c.messages(2, wait=1)] == ["could-not-act"]
+    del os.environ["STUB_SCONTROL_UPDATE_FAIL"]   # slurmctld takes updates again; the controller's clock is past the backoff
+    os.environ["STUB_SLURM_CLOCK"] = str(int(time.time()) + decider.RETRY_FIRST + 5)
+    c.run("n01")
+    assert c.drained() == ["n01"] and len(c.updates()) == 2
+    assert [m["status"] for m in c.messages(2)] == ["could-not-act", "drained"]
