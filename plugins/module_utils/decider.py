@@ -267,9 +267,11 @@ def _carry_out(scheduler, decision, record, failing, now, log):
             episode["next"] - now, episode["tries"], monitor.iso(episode["since"]), episode["error"])
     else:
         try:
-            argv = scheduler.apply(decision, record, now)
+            argv = scheduler.apply(decision, remediation.confirmed(record), now)
             decision["done"] = True
             failing.pop(key, None)
+            if decision["action"] == "drain" and record.get("drains"):
+                record["drains"][-1].pop("pending", None)   # the scheduler took it: no longer an open intent
             log("%s: ran %s" % (scheduler.kind, " ".join(argv)))
             return
         except (CouldNotAct, ValueError) as exc:

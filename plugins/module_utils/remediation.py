@@ -409,6 +409,34 @@ def _severity_rank(findings):
     return sum(1 for f in findings if f.get("severity") == "critical")
 
 
+def reconcile(ledger, fleet):
+    """Open intents against what the scheduler shows (in place). A drain is recorded as an intent (``pending``)
+    before the decider acts and confirmed once the scheduler took it; a decider killed in between leaves it open.
+    One the scheduler shows (the node drained with that reason) is confirmed; one it does not never happened and is
+    dropped, so it counts toward no limit. Returns {"confirmed": [...], "dropped": [...]} node names."""
+    done = {"confirmed": [], "dropped": []}
+    for name in sorted(ledger["nodes"]):
+        drains = ledger["nodes"][name].get("drains") or []
+        if not drains or not drains[-1].get("pending"):
+            continue
+        entry = fleet.get(name) or {}
+        if entry.get("drained") and entry.get("reason") == drains[-1].get("reason"):
+            drains[-1].pop("pending")
+            done["confirmed"].append(name)
+        else:
+            drains.pop()
+            done["dropped"].append(name)
+    return done
+
+
+def confirmed(record):
+    """The record with its last drain confirmed: what the decider keeps, and hands the scheduler, once it took it."""
+    record = dict(record)
+    if record.get("drains") and record["drains"][-1].get("pending"):
+        record["drains"] = record["drains"][:-1] + [dict((k, v) for k, v in record["drains"][-1].items() if k != "pending")]
+    return record
+
+
 def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
     """Decide for every reported node at once.
 
@@ -424,6 +452,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
     breaker stopped it), why, reason (for a drain), findings (keys), escalated, shadow, policy, via}.
     """
     ledger = copy.deepcopy(ledger) if ledger else empty_ledger()
+    reconcile(ledger, fleet)
     rules = settings["policy"]
     limits, breaker_cfg, escalation = settings["rate_limit"], settings["circuit_breaker"], settings["escalation"]
     shadow = settings["mode"] == "shadow"
@@ -545,7 +574,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
             in_effect[part] = in_effect.get(part, 0) + 1
         record["drains"] = (record.get("drains") or [])[-(HISTORY - 1):] + [dict(
             {"at": now, "findings": decision["findings"], "reason": reason, "policy": policy, "via": decision["via"],
-             "by": decider, "escalated": escalated}, **({"shadow": True} if shadow else {}))]
+             "by": decider, "escalated": escalated}, **({"shadow": True} if shadow else {"pending": True}))]
 
     # Resumes: only what the drain recorded, from a fresh and complete report, within the breaker and budget.
     for decision, record, entry, reason in resumes:

@@ -581,3 +581,29 @@ def test_a_drain_slurm_refuses_is_told_once_as_could_not_act_never_as_drained_an
     c.run("n01")
     assert c.drained() == ["n01"] and len(c.updates()) == 2
     assert [m["status"] for m in c.messages(2)] == ["could-not-act", "drained"]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_decider_killed_between_its_record_and_scontrol_drains_the_node_on_its_next_report(cluster, monkeypatch):
+    """The decision is recorded, then the decider dies before slurmctld took the drain; after the restart the node's
+    next report drains it (its phantom drain spends no rate limit), and the message says so once."""
+    c = cluster(["n01", "n02"])
+    c.fault("n01")
+    real_apply = decider.Slurm.apply
+
+    def killed(self, decision, record, now):
+        raise SystemExit("killed")   # what a SIGKILL leaves: the ledger saved, scontrol never run
+    monkeypatch.setattr(decider.Slurm, "apply", killed)
+    c.config["answer_within"] = 2   # the node does not wait long for a decider that died
+    c.run("n01")
+    assert c.drained() == [] and c.updates() == []
+    monkeypatch.setattr(decider.Slurm, "apply", real_apply)
+    c.close()   # the decider restarts with the same state directory
+    c.config["answer_within"] = 20
+    c.server, c.stop, ignored = service.serve(c.config, log=c.lines.append)
+    c.url = "http://127.0.0.1:%d" % c.server.server_address[1]
+    os.environ.update(STUB_SLURM_NODES=str(c.nodes_file), STUB_LOG=str(c.stub_log))
+    c.receiver = receiver_module.serve({"bind": "127.0.0.1", "port": 0, "log": str(c.received)})
+    threading.Thread(target=c.receiver.serve_forever, daemon=True).start()
+    c.run("n01")
+    assert c.drained() == ["n01"] and len(c.updates()) == 1

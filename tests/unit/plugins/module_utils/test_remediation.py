@@ -469,3 +469,24 @@ def test_kubectl_json_of_an_unexpected_shape_is_an_error_not_a_traceback(garbage
 
 def test_taint_values():
     assert r.taint_value("gpu_xid") == "gpu_xid" and r.taint_value("a b/c" + "x" * 80) == ("a-b-c" + "x" * 58)
+
+
+def test_an_intent_the_scheduler_never_took_is_dropped_and_counts_toward_no_limit():
+    """A decider killed between recording a drain and scontrol left a phantom drain that held the still-failing node
+    back for the whole interval. A drain is now an open intent (pending) until the scheduler took it; the next plan
+    drops one the scheduler does not show and confirms one it does."""
+    def xid(node):
+        return report(node, [dict(XID, target=node + "/GPU 0")])
+    first = r.plan({"n01": xid("n01")}, fleet("n01", "n02"), None, settings(), NOW)
+    assert by_node(first)["n01"]["action"] == "drain"
+    assert first["ledger"]["nodes"]["n01"]["drains"][-1]["pending"] is True
+    # slurmctld never took it: n01 is not drained, reports again, and is drained (max_nodes 1 was not spent)
+    again = r.plan({"n01": xid("n01")}, fleet("n01", "n02"), first["ledger"], settings(), NOW + 60)
+    assert by_node(again)["n01"]["action"] == "drain" and not by_node(again)["n01"]["held"]
+    assert len(again["ledger"]["nodes"]["n01"]["drains"]) == 1
+    # slurmctld did take it: confirmed, and it counts toward the limit
+    reason = by_node(first)["n01"]["reason"]
+    taken = r.plan({"n02": xid("n02")}, fleet("n01", "n02", n01=(reason, NOW)), first["ledger"], settings(), NOW + 60)
+    assert "pending" not in taken["ledger"]["nodes"]["n01"]["drains"][-1]
+    assert by_node(taken)["n02"]["held"] and by_node(taken)["n02"]["action"] == "none"
+    assert r.reconcile(first["ledger"], fleet("n01")) == {"confirmed": [], "dropped": ["n01"]}
