@@ -11,9 +11,11 @@ inventory. Both take the same lock and read the same ledger, so there is one dec
 1. lock the state directory; read the ledger and outbox (a damaged file is set aside);
 2. read the whole fleet and the clock from the scheduler (Slurm: `sinfo` with SLURM_TIME_FORMAT=%s and
    `sdiag`; Kubernetes: `kubectl get nodes -o json`); anything unreadable stops here - could not act;
-3. plan (pure), save the ledger and the messages before anything is done (a full disk stops here);
+3. plan (pure; open intents reconciled with the scheduler first), save the ledger - the decisions as intents -
+   before anything is done (a full disk stops here);
 4. carry out each drain and resume after reading the node again (a node someone else drained or resumed
-   meanwhile is left alone), record what failed, save again.
+   meanwhile is left alone; a failed one waits a backoff before it is tried again), confirm what the scheduler took,
+   then queue the messages of what it answered (a failure once per episode) and save again.
 """
 
 from __future__ import absolute_import, division, print_function
