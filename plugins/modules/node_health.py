@@ -103,6 +103,13 @@ options:
     description: Let the health monitor read PFC pause counters with C(ethtool -S) (see O(rate_window)).
     type: bool
     default: true
+  node_name:
+    description:
+      - The node's name in the findings' targets (C(<node_name>/GPU ...), C(<node_name>/mlx5_0/1)), which the
+        remediation decider compares with the findings recorded at a drain. Give the scheduler's node name (Slurm
+        NodeName, Kubernetes node name), as the health monitor does, so both paths name the node alike.
+      - Default is this host's name as the kernel has it (C(uname -n)).
+    type: str
 extends_documentation_fragment:
   - gpufabric.rdma.command_timeout
 notes:
@@ -197,12 +204,14 @@ def main():
             rate_min_span=dict(type="int", default=300),
             rate_thresholds=dict(type="dict", default={}),
             ethtool=dict(type="bool", default=True),
+            node_name=dict(type="str"),
             **commands.ARGUMENT_SPEC
         ),
         supports_check_mode=True,
     )
     try:
-        result = node_checks.check_node(module.params)
+        result = node_checks.check_node(dict((k, v) for k, v in module.params.items() if k != "node_name"),
+                                        host=module.params["node_name"])
     except node_checks.CheckOptionError as exc:
         module.fail_json(msg=str(exc))
     del result["observed"]["counters_at"]

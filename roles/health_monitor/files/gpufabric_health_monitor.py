@@ -119,7 +119,7 @@ def unsaved(config, why, host, now, log, clock, runner=None, result=None, durati
     log("%s: the state cannot be saved; the decider is told and the webhooks alerted directly" % why)
     if result is None:
         started = clock()
-        result = node_checks.check_node(config["checks"], runner, host=host)
+        result = node_checks.check_node(config["checks"], runner, host=node_name(config))
         duration = clock() - started
     if config["decider"] and not told:
         decided, error = report(config, result, "healthcheck" if mode == "healthcheck" else "timer", clock)
@@ -174,7 +174,7 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
                 log(warning)
             state = state or monitor.empty_state()
             started = clock()
-            result = node_checks.check_node(config["checks"], runner, host=host,
+            result = node_checks.check_node(config["checks"], runner, host=node_name(config),
                                             previous_counters=state.get("counters"), history=state.get("history") or [])
             duration = clock() - started
             told = bool(config["decider"])
@@ -225,7 +225,7 @@ def gate(config, runner=None, log=_complain, clock=time.time):
     host = config["host"] or os.uname()[1]
     if not config["decider"]:
         return 0
-    result = node_checks.check_node(config["checks"], runner, host=host, sleep=lambda seconds: None)
+    result = node_checks.check_node(config["checks"], runner, host=node_name(config), sleep=lambda seconds: None)
     decided, error = report(config, result, "gate", clock)
     if decided is None:
         log("gpufabric prolog: %s; the job is not refused" % error)

@@ -119,3 +119,30 @@ def test_an_nvlink_listing_that_hangs_is_not_a_pass(node, tmp_path):
     assert result["complete"] is False and result["healthy"] is False
     assert [f["check"] for f in result["findings"]] == ["nvlink_status"]
     assert result["unreadable"][0].startswith("nvidia-smi nvlink --status: ")
+
+
+def test_the_awx_path_and_the_monitor_name_a_node_alike(node):
+    """One node, two names: a node drained for a port DOWN through the AWX path (node_health, named by the OS host
+    name gpu-01.cluster.local) was resumed from the monitor's report (named gpu-01) with the port still DOWN, because
+    the decider compared findings of two names. node_name gives the targets the scheduler's name on both paths."""
+    import importlib.util
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import monitor, remediation
+    (node / "sys" / "class" / "infiniband" / "erdma_0" / "ports" / "1" / "state").write_text("1: DOWN\n")
+    checks = {"sysfs_root": str(node / "sys"), "procfs_root": str(node / "proc"), "expected_rdma_devices": 1,
+              "nvidia_smi_path": os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi")}
+    awx = _run(node, node_name="gpu-01", **checks)
+    assert [f["target"] for f in awx["findings"]] == ["gpu-01/erdma_0/1"], awx["findings"]
+    spec = importlib.util.spec_from_file_location(
+        "gpufabric_health_monitor", os.path.join(ROOT, "roles", "health_monitor", "files", "gpufabric_health_monitor.py"))
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    config = monitor.check_config({"cluster": "lab", "host": "gpu-01.cluster.local", "state_dir": str(node),
+                                   "checks": checks, "webhooks": []})
+    os.environ["NVIDIA_SMI_CAPTURE"] = str(node / "capture")
+    try:
+        from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks
+        found = node_checks.check_node(config["checks"], host=program.node_name(config))["findings"]
+    finally:
+        del os.environ["NVIDIA_SMI_CAPTURE"]
+    assert program.node_name(config) == "gpu-01"
+    assert set(remediation.finding_key(f) for f in found) == set(remediation.finding_key(f) for f in awx["findings"])
