@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -73,6 +74,52 @@ def test_the_kubernetes_render_only_example_writes_into_the_users_directory(user
     assert sorted(p.name for p in (repo / "k8s").iterdir()) == [
         "deployment-dep-demo-hpn-gpu.yaml", "mpijob-nccl-allreduce.yaml", "rdma-device-plugin-erdma.yaml"]
     assert not (installed_copy(user) / "playbooks" / "k8s").exists()
+
+
+def test_a_gpu_on_the_bus_that_no_driver_answers_is_not_ready(user):
+    """Issue 34: discovery said READY with 0 GPUs. The PCI tree is the one captured on the GPU machine (an H100 and a
+    virtio NIC, tests/unit/fixtures/pcie/links_h100_vm.tsv), with no driver bound; this machine has no nvidia-smi."""
+    repo = user[0]
+    with open(os.path.join(ROOT, "tests", "unit", "fixtures", "pcie", "links_h100_vm.tsv")) as handle:
+        for line in handle:
+            if line.startswith("#"):
+                continue
+            address, klass, vendor, device = line.rstrip("\n").split("\t")[:4]
+            node = repo / "sys" / "bus" / "pci" / "devices" / address
+            node.mkdir(parents=True)
+            for name, value in (("class", klass), ("vendor", vendor), ("device", device)):
+                (node / name).write_text(value + "\n")
+    rc, out = playbook(user, "gpufabric.rdma.discover", "-e", "report_dir=./report-gpu", "-e", "discovery_sysfs_root=%s" % (repo / "sys"))
+    assert rc == 2, out[-3000:]
+    assert "NOT READY" in out and "gpu_driver" in out
+    report = json.loads((repo / "report-gpu" / "readiness.json").read_text())
+    (found,) = [f for node in report["nodes"].values() for f in node["findings"] if f["check"] == "gpu_driver"]
+    assert found["severity"] == "critical" and "0000:00:06.0 (driver none)" in found["detail"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["gpufabric.rdma.discover", "-e", "expected_gpu_count=eight", "-e", "report_dir=./report-eight"],
+     "expected_gpu_count must be a whole number of GPUs per node (0 or more), got 'eight'"),
+    (["gpufabric.rdma.burnin", "-e", "burnin_group=gpus"], "burnin_group=gpus matches no host of the inventory"),
+    (["gpufabric.rdma.topology", "--check", "--diff"], "this playbook needs a group slurm_controller in the inventory"),
+], ids=["gpu-count-eight", "group-typo", "topology-without-controller"])
+def test_a_mistake_fails_naming_the_variable_and_the_value(user, args, message):
+    rc, out = playbook(user, *args)
+    assert rc != 0 and message in " ".join(out.split()), out[-3000:]
+
+
+def test_a_burnin_without_nccl_tests_says_not_run_with_the_launchers_message_and_names_no_host(user):
+    repo = user[0]
+    (repo / "two-nodes.ini").write_text("".join("%s ansible_connection=local ansible_python_interpreter=%s\n"
+                                                % (host, sys.executable) for host in ("h1", "h2")))
+    rc, out = playbook(user, "-i", "two-nodes.ini", "gpufabric.rdma.burnin", "-e", "burnin_gpus_per_node=1",
+                       "-e", "burnin_mpirun=/nonexistent/mpirun", "-e", "burnin_report_dir=./report-burnin")
+    said = " ".join(out.split())
+    assert rc != 0 and "burn-in not run: not run (1 of 1 runs): exited " in said, said[-3000:]
+    # Ansible 2.19 keeps only "Error executing command." of a launcher that is not there: the run names the command
+    assert "Error executing command. (/nonexistent/mpirun " in said
+    assert "slow host h" not in said and "bad link h1-h2" not in said
+    assert (repo / "report-burnin" / "burnin.md").read_text().splitlines()[2].startswith("NOT RUN: 2 hosts")
 
 
 def test_nothing_stray_ships(tmp_path):
