@@ -454,8 +454,7 @@ def test_a_misbehaving_receiver_is_a_failure_kept_for_the_next_run(node, receive
         assert not any(r["path"].startswith("/generic") for r in received())
 
 
-def test_a_full_disk_is_said_once_an_hour_with_what_the_checks_found_then_nothing_twice(node, receiver, monkeypatch,
-                                                                                          tmp_path):
+def test_a_full_disk_is_said_once_an_hour_with_what_the_checks_found(node, receiver, monkeypatch, tmp_path):
     """A full disk used to be silence: three runs exited 1 and sent nothing. Now each webhook gets one alert an hour
     (the hour kept in /run, memory) naming the error and what this run found; the metric says the state is not
     writable; when the disk is back the finding is tracked and sent once, as before."""
