@@ -103,6 +103,18 @@ class BoundedHandler(BaseHTTPRequestHandler):
     drips its request a byte at a time has its connection cut then, so it cannot hold a thread or the others."""
 
     read_seconds = 15
+    refused = None  # {reason: count} shared by a server's handlers (each service's make_handler gives a dict)
+    say = None  # the service's log (each service's make_handler gives staticmethod(log))
+
+    def _send(self, status, obj):
+        return send_json(self, status, obj)
+
+    def refuse(self, status, why, reason):
+        """Answer a refusal; every one is said in the log and counted (the services' GET /v1/health shows the
+        counts): none is silent."""
+        self.refused[reason] = self.refused.get(reason, 0) + 1
+        self.say("refused %s from %s: %s" % (self.path.split("?", 1)[0][:100], self.client_address[0], why))
+        return self._send(status, {"error": why})
 
     def setup(self):
         self.timeout = self.read_seconds

@@ -80,20 +80,11 @@ def make_handler(config, wake, log, clock):
     names = [w["name"] for w in config["webhooks"]]
     state_path, lock_path = paths(config)
 
-    refused = {}
-
-    def refuse(handler, status, why, reason):
-        """Every refusal is said in the log and counted (GET /v1/health shows the counts): none is silent."""
-        refused[reason] = refused.get(reason, 0) + 1
-        log("refused %s from %s: %s" % (handler.path.split("?", 1)[0][:100], handler.client_address[0], why))
-        return handler._send(status, {"error": why})
-
     class Handler(service.BoundedHandler):
         server_version = "gpufabric-alert-relay"
+        refused = {}
+        say = staticmethod(log)
         read_seconds = READ_SECONDS
-
-        def _send(self, status, obj):
-            return service.send_json(self, status, obj)
 
         def do_GET(self):
             self.watchdog.cancel()
@@ -106,24 +97,24 @@ def make_handler(config, wake, log, clock):
                 return self._send(503, {"ok": False, "error": str(exc)})
             box = (state or alerts.empty_state())["outbox"]
             return self._send(200, {"ok": True, "waiting": dict((n, len(box.get(n) or [])) for n in names),
-                                    "refused": dict(refused)})
+                                    "refused": dict(self.refused)})
 
         def do_POST(self):
             path = self.path.split("?", 1)[0].rstrip("/")
             if path != PREFIX and not path.startswith(PREFIX + "/"):
-                return refuse(self, 404, "no such path", "path")
+                return self.refuse(404, "no such path", "path")
             target = path[len(PREFIX) + 1:] if path != PREFIX else None
             if target is not None and target not in names:
-                return refuse(self, 404, "no webhook named %r is configured" % target[:100], "path")
+                return self.refuse(404, "no webhook named %r is configured" % target[:100], "path")
             body = self.read_body(alerts.MAX_NOTIFICATION_BYTES)
             self.watchdog.cancel()  # the request is in
             if body is None:
-                return refuse(self, 413, "a body with a Content-Length of at most %d bytes is needed"
-                              % alerts.MAX_NOTIFICATION_BYTES, "size")
+                return self.refuse(413, "a body with a Content-Length of at most %d bytes is needed"
+                                   % alerts.MAX_NOTIFICATION_BYTES, "size")
             try:
                 payload = alerts.check_payload(service.parse_json_body(body))
             except ValueError as exc:  # AlertError, JSON errors, nesting, UnicodeDecodeError: resending will not help
-                return refuse(self, 400, str(exc)[:300], "notification")
+                return self.refuse(400, str(exc)[:300], "notification")
             try:
                 with statefile.Lock(lock_path, 30):
                     state, warning = statefile.load_json(state_path, alerts.check_state)

@@ -150,27 +150,18 @@ class Batcher(object):
 def make_handler(config, nonces, batcher, threads, log):
     secret = config["secret"]
 
-    refused = {}
-
-    def refuse(handler, status, why, reason):
-        """Every refusal is said in the log and counted (GET /v1/health shows the counts): none is silent."""
-        refused[reason] = refused.get(reason, 0) + 1
-        log("refused %s from %s: %s" % (handler.path.split("?", 1)[0][:100], handler.client_address[0], why))
-        return handler._send(status, {"error": why})
-
     class Handler(service.BoundedHandler):
         server_version = "gpufabric-remediator"
+        refused = {}
+        say = staticmethod(log)
         read_seconds = READ_SECONDS  # the whole request, not each read: a dripping client is cut then
-
-        def _send(self, status, obj):
-            return service.send_json(self, status, obj)
 
         def do_GET(self):
             self.watchdog.cancel()
             if self.path.rstrip("/") == "/v1/health":
                 dead = sorted(t.name for t in threads if not t.is_alive())
                 return self._send(503 if dead else 200, {"ok": not dead, "dead_threads": dead,
-                                                         "last_batch": batcher.last, "refused": dict(refused)})
+                                                         "last_batch": batcher.last, "refused": dict(self.refused)})
             return self._send(404, {"error": "no such path"})
 
         def do_POST(self):
@@ -180,11 +171,11 @@ def make_handler(config, nonces, batcher, threads, log):
             body = self.read_body(limit)
             self.watchdog.cancel()  # the request is in; waiting for the decision is bounded by answer_within
             if body is None:
-                return refuse(self, 413, "a body with a Content-Length of at most %d bytes is needed" % limit, "size")
+                return self.refuse(413, "a body with a Content-Length of at most %d bytes is needed" % limit, "size")
             try:
                 service.check_json_depth(body)
             except ValueError as exc:
-                return refuse(self, 400, str(exc), "nesting")
+                return self.refuse(400, str(exc), "nesting")
             if path == monitor.CHALLENGE_PATH:
                 try:
                     node = monitor.verify_challenge(secret, body, self.headers.get("X-Gpufabric-Signature"))
@@ -224,7 +215,7 @@ def make_handler(config, nonces, batcher, threads, log):
             try:
                 reports = alerts.decider_reports(alerts.check_payload(service.parse_json_body(body)))
             except ValueError as exc:  # UnicodeDecodeError is one
-                return refuse(self, 400, str(exc)[:300], "notification")
+                return self.refuse(400, str(exc)[:300], "notification")
             slots = []
             for report in reports.values():
                 slot = batcher.submit(report)
