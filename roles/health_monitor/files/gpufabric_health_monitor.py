@@ -23,6 +23,7 @@ webhook gets one alert an hour that says so (the hour kept in /run), and gpufabr
 
 from __future__ import absolute_import, division, print_function
 
+import hashlib
 import json
 import os
 import sys
@@ -91,10 +92,19 @@ UNSAVED_EVERY = 3600
 UNSAVED_MARKS = "/run/gpufabric-health-monitor"
 
 
+def tell_decider(config, result, mode, clock, log):
+    """Report to the decider when one is configured, and log its answer or why it did not take the report; the
+    answer, or None."""
+    if not config["decider"]:
+        return None
+    decided, error = report(config, result, "healthcheck" if mode == "healthcheck" else "timer", clock)
+    log("decider: %s" % (decided.get("text") or decided["decision"].get("why")) if decided else error)
+    return decided
+
+
 def _unsaved_alert_due(config, now):
     """Whether the 'state not writable' alert is due, marking it sent now (False when /run cannot keep the mark either:
     then it is sent every run rather than never)."""
-    import hashlib
     name = hashlib.sha256(config["state_dir"].encode("utf-8", "surrogateescape")).hexdigest()[:16]
     mark = os.path.join(UNSAVED_MARKS, name)
     try:
@@ -121,9 +131,8 @@ def unsaved(config, why, host, now, log, clock, runner=None, result=None, durati
         started = clock()
         result = node_checks.check_node(config["checks"], runner, host=node_name(config))
         duration = clock() - started
-    if config["decider"] and not told:
-        decided, error = report(config, result, "healthcheck" if mode == "healthcheck" else "timer", clock)
-        log("decider: %s" % (decided.get("text") or decided["decision"].get("why")) if decided else error)
+    if not told:
+        tell_decider(config, result, mode, clock, log)
     write_metrics(config, result, host, now, duration, {}, log, state_saved=False)
     if mode != "timer" or not config["webhooks"] or not _unsaved_alert_due(config, now):
         return 1
@@ -177,12 +186,9 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
             result = node_checks.check_node(config["checks"], runner, host=node_name(config),
                                             previous_counters=state.get("counters"), history=state.get("history") or [])
             duration = clock() - started
-            told = bool(config["decider"])
-            if config["decider"]:
-                decided, error = report(config, result, "healthcheck" if mode == "healthcheck" else "timer", clock)
-                log("decider: %s" % (decided.get("text") or decided["decision"].get("why")) if decided else error)
-                if decided:
-                    state["decisions"] = metrics.count_decision(state.get("decisions"), decided["decision"])
+            decided = tell_decider(config, result, mode, clock, log)
+            if decided:
+                state["decisions"] = metrics.count_decision(state.get("decisions"), decided["decision"])
             if result["complete"]:
                 state["last_success"] = now
             names = [w["name"] for w in config["webhooks"]]
@@ -198,7 +204,7 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
             try:
                 statefile.save_json(state_path, state)
             except statefile.StateError as exc:
-                return unsaved(config, str(exc), host, now, log, clock, runner, result, duration, told, mode)
+                return unsaved(config, str(exc), host, now, log, clock, runner, result, duration, True, mode)
             write_metrics(config, result, host, now, duration, state, log)
     except statefile.StateError as exc:  # the lock (or the state) could not be had
         return unsaved(config, str(exc), host, now, log, clock, runner, mode=mode)
