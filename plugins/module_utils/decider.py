@@ -11,6 +11,7 @@ inventory. Both take the same lock and read the same ledger, so there is one dec
 1. lock the state directory; read the ledger and outbox (a damaged file is set aside);
 2. read the whole fleet and the clock from the scheduler (Slurm: `sinfo` with SLURM_TIME_FORMAT=%s and
    `sdiag`; Kubernetes: `kubectl get nodes -o json`); anything unreadable stops here - could not act;
+   without a ledger the limits are rebuilt from it first (remediation.rebuild: our drains are in its reasons);
 3. plan (pure; open intents reconciled with the scheduler first), save the ledger - the decisions as intents -
    before anything is done (a full disk stops here);
 4. carry out each drain and resume after reading the node again (a node someone else drained or resumed
@@ -148,6 +149,8 @@ def check_state(data):
         raise ValueError("not an object")
     remediation.check_ledger(data.get("ledger"))
     outbox.check(data.get("outbox"))
+    if not isinstance(data.get("rebuild", False), bool):
+        raise ValueError("rebuild must be true or false")
     failing = data.get("failing", {})
     if not isinstance(failing, dict) or not all(
             isinstance(e, dict) and all(isinstance(e.get(k), (int, float)) and not isinstance(e.get(k), bool)
@@ -210,7 +213,9 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
             state, warning = statefile.load_json(state_path, check_state, set_aside=act)
             if warning:
                 log(warning)
-            state = state or empty_state()
+            # No state (deleted, set aside, or a first start): the limits are rebuilt from the scheduler, and until
+            # they are (a scheduler that cannot be read), nothing is drained or resumed - the mark is saved.
+            state = state or dict(empty_state(), rebuild=True)
             try:
                 fleet, now, records = scheduler.read()
             except CouldNotAct as exc:
@@ -218,6 +223,14 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
             ledger = state["ledger"]
             if records is not None:  # Kubernetes: the real history lives on the Nodes
                 ledger = dict(ledger, nodes=merge_records(ledger["nodes"], records))
+            told = []
+            if state.get("rebuild"):
+                ledger = dict(ledger)
+                rebuilt = remediation.rebuild(ledger, fleet, now, settings["rate_limit"]["interval"], scheduler.kind)
+                log(remediation.rebuilt_text(rebuilt, scheduler.kind))
+                if rebuilt["drains_in_effect"]:
+                    told.append(_rebuilt_message(config, rebuilt, scheduler.kind))
+                state.pop("rebuild")
             result = remediation.plan(reports, fleet, ledger, settings, now, decider_name)
             if not act:
                 out_of_service(result, fleet)
@@ -243,8 +256,8 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
             out_of_service(result, fleet)
             # What happened, told once the scheduler answered: never "DRAINED" before (or instead of) a failure,
             # and a failing action once per episode, not on every report.
-            told = [d for d in result["decisions"] if not d.get("error") or d.get("new_failure")]
-            _queue(state, config, remediation.messages(dict(result, decisions=told), scheduler.kind), now, log)
+            said = [d for d in result["decisions"] if not d.get("error") or d.get("new_failure")]
+            _queue(state, config, told + remediation.messages(dict(result, decisions=said), scheduler.kind), now, log)
             try:
                 statefile.save_json(state_path, state)
             except statefile.StateError as exc:
@@ -297,6 +310,13 @@ def out_of_service(result, fleet):
         done = decision.get("done") and not decision["shadow"]
         decision["out_of_service"] = bool((decision["action"] == "drain" and done)
                                           or (ours and not (decision["action"] == "resume" and done)))
+
+
+def _rebuilt_message(config, rebuilt, scheduler):
+    return {"node": config["name"] or default_name(), "check": "remediation", "target": "decider state",
+            "severity": "warning", "status": "rebuilt", "policy": None,
+            "detail": remediation.rebuilt_text(rebuilt, scheduler),
+            "action": "limits rebuilt from the scheduler (%d drain(s) of gpufabric in effect)" % rebuilt["drains_in_effect"]}
 
 
 def _none(node, why):

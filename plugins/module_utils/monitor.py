@@ -178,7 +178,7 @@ DECIDER_SOURCE = "gpufabric.rdma.remediator"
 
 def decision_payload(cluster, decider, message, now, message_id=None):
     """A decision of the remediation decider as a message: drained, resumed, held back, escalated, shadow,
-    could-not-act, breaker-open or breaker-closed; ``message`` comes from remediation.messages."""
+    could-not-act, breaker-open, breaker-closed or rebuilt; ``message`` comes from remediation.messages."""
     event_id = "gd-" + hashlib.sha256(("%s\n%s\n%s\n%.3f" % (
         cluster, message["node"], message["status"], now)).encode("utf-8")).hexdigest()[:16]
     return {

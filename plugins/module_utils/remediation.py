@@ -344,6 +344,10 @@ def check_ledger(ledger):
         raise ValueError("breaker open must be a list of partition names")
     if not _number_or_none(breaker.get("since")):
         raise ValueError("breaker since must be a time")
+    rebuilt = ledger.get("rebuilt")
+    if rebuilt is not None and (not isinstance(rebuilt, dict) or rebuilt.get("at") is None
+                                or not all(_number_or_none(rebuilt.get(k)) for k in ("at", "resumes_from"))):
+        raise ValueError("rebuilt must be {at, resumes_from, ...} times")
     return ledger
 
 
@@ -429,6 +433,36 @@ def reconcile(ledger, fleet):
     return done
 
 
+def rebuild(ledger, fleet, now, interval, scheduler):
+    """The decider's state was lost (deleted, damaged, or never there): what the limits need, from the scheduler,
+    in place; returns ledger["rebuilt"] = {at, scheduler, drains_in_effect, recent_drains, resumes_from}.
+
+    Our drains are recognisable in the scheduler itself (the reason starts with 'gpufabric:', its time is
+    slurmctld's), and plan counts those in effect against max_nodes and max_percent from the fleet, ledger or no
+    ledger. What Slurm keeps no trace of is a resume: the resumes gpufabric made before the loss are unknown, so
+    while any drain of ours is in effect no resume is made for one interval (resumes_from); unknown is not a
+    budget left. Kubernetes keeps the whole record on each Node (annotations), so nothing is held there.
+    """
+    ours = [name for name, entry in fleet.items() if entry.get("drained") and is_ours(entry.get("reason"))]
+    recent = [name for name in ours if fleet[name].get("reason_time") is None
+              or now - fleet[name]["reason_time"] <= interval]
+    held = bool(ours) and scheduler != "kubernetes"
+    ledger["rebuilt"] = {"at": now, "scheduler": scheduler, "drains_in_effect": len(ours),
+                         "recent_drains": len(recent), "resumes_from": now + interval if held else now}
+    return ledger["rebuilt"]
+
+
+def rebuilt_text(rebuilt, scheduler):
+    """One line on a rebuild, for the log and the one message that tells it."""
+    name = {"slurm": "Slurm", "kubernetes": "Kubernetes"}.get(scheduler, scheduler)
+    text = ("the decider's state was missing or set aside: its limits are rebuilt from %s: %d node(s) drained by "
+            "gpufabric, %d of them within the rate interval" % (name, rebuilt["drains_in_effect"], rebuilt["recent_drains"]))
+    if rebuilt["resumes_from"] > rebuilt["at"]:
+        text += ("; %s keeps no record of the resumes gpufabric made before, so none is made for %d s"
+                 % (name, rebuilt["resumes_from"] - rebuilt["at"]))
+    return text
+
+
 def confirmed(record):
     """The record with its last drain confirmed: what the decider keeps, and hands the scheduler, once it took it."""
     record = dict(record)
@@ -489,6 +523,10 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
                 recent[part] = recent.get(part, 0) + 1
             if sick:
                 unhealthy[part] = unhealthy.get(part, 0) + 1
+    rebuilt = ledger.get("rebuilt")
+    resumes_from = rebuilt["resumes_from"] if rebuilt else now
+    if rebuilt and now >= resumes_from:
+        del ledger["rebuilt"]   # one interval has passed: the ledger holds every resume since
     resumes_recent = sum(1 for record in ledger["nodes"].values()
                          for e in _counted(record.get("resumes") or [], shadow) if now - e.get("at", 0) <= interval)
 
@@ -604,6 +642,10 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
             tripped = [p for p in entry.get("partitions") or [NO_PARTITION] if p in open_parts]
             if tripped:
                 decision.update(held=True, why="circuit breaker open in partition %s: no resume until a human looks" % tripped[0])
+            elif now < resumes_from:
+                decision.update(held=True, why="resume budget unknown: the decider's state was rebuilt from the scheduler "
+                                "%d s ago, which keeps no record of the resumes made before; no resume for %d s more"
+                                % (now - ledger["rebuilt"]["at"], resumes_from - now))
             elif resumes_recent + 1 > limits["max_resumes"]:
                 decision.update(held=True, why="rate limit: %d node(s) resumed by gpufabric in the last %d s, at most %d"
                                 % (resumes_recent, interval, limits["max_resumes"]))

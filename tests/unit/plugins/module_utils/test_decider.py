@@ -2,7 +2,6 @@
 nodes' health monitor reporting to it, a stand-in slurmctld (tests/stubs/fake_slurmctld.py: sinfo, sdiag and
 scontrol over a nodes file) that can be slow, hang or print garbage, and the real webhook receiver."""
 
-import importlib.util
 import json
 import os
 import threading
@@ -11,138 +10,7 @@ import time
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils import decider, monitor, statefile
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-STUBS = os.path.join(ROOT, "tests", "stubs")
-
-
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-service = _load("gpufabric_remediator", os.path.join(ROOT, "roles", "remediator", "files", "gpufabric_remediator.py"))
-node_monitor = _load("gpufabric_health_monitor",
-                     os.path.join(ROOT, "roles", "health_monitor", "files", "gpufabric_health_monitor.py"))
-receiver_module = _load("receiver", os.path.join(ROOT, "tests", "lab", "webhook-receiver", "receiver.py"))
-
-SECRET = "report-secret-0123456789abcdef"
-XID_79 = ("2026-11-23T18:00:00+00:00 {node} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, "
-          "GPU has fallen off the bus.\n")
-
-
-class Cluster(object):
-    """Nodes (kernel logs and state dirs), the stand-in slurmctld, the decider service, and the receiver."""
-
-    def __init__(self, tmp_path, names, settings, webhooks=True, clock=None):
-        self.tmp = tmp_path
-        self.names = names
-        bindir = tmp_path / "bin"
-        bindir.mkdir()
-        for tool in ("sinfo", "sdiag", "scontrol"):
-            os.symlink(os.path.join(STUBS, "fake_slurmctld.py"), str(bindir / tool))
-        self.nodes_file = tmp_path / "slurm-nodes.json"
-        self.nodes_file.write_text(json.dumps(dict((n, {"partitions": ["gpu"], "state": "IDLE", "reason": None,
-                                                        "reason_time": None}) for n in names)))
-        self.stub_log = tmp_path / "stub.jsonl"
-        os.environ.update(STUB_SLURM_NODES=str(self.nodes_file), STUB_LOG=str(self.stub_log))
-        self.received = tmp_path / "received.jsonl"
-        self.receiver = receiver_module.serve({"bind": "127.0.0.1", "port": 0, "log": str(self.received)})
-        threading.Thread(target=self.receiver.serve_forever, daemon=True).start()
-        self.base = "http://127.0.0.1:%d" % self.receiver.server_address[1]
-        hooks = [{"name": "events", "type": "generic", "url": self.base + "/generic/events"}] if webhooks else []
-        remediation = {"mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
-                       "rate_limit": {"max_nodes": 1, "max_percent": 100, "interval": 3600},
-                       "circuit_breaker": {"max_percent": 100}, "slurm": {"enabled": True, "sinfo": str(bindir / "sinfo"),
-                                                                          "sdiag": str(bindir / "sdiag"),
-                                                                          "scontrol": str(bindir / "scontrol")}}
-        remediation.update(settings)
-        state_dir = tmp_path / "decider"
-        state_dir.mkdir()
-        self.config = monitor.check_decider_config({
-            "cluster": "lab", "name": "decider@ctl", "listen": "127.0.0.1", "port": 0, "secret": SECRET,
-            "state_dir": str(state_dir), "remediation": remediation, "webhooks": hooks, "deliver_interval": 0.2,
-            "batch_window": 0.2, "command_timeout": 3, "answer_within": 20, "timeout": 3, "deliver_deadline": 5})
-        self.lines = []
-        self.server, self.stop, ignored = service.serve(self.config, log=self.lines.append, clock=clock or time.time)
-        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
-        empty_sys = tmp_path / "nosys"
-        empty_sys.mkdir()
-        for name in names:
-            (tmp_path / name).mkdir()
-            (tmp_path / name / "kern.log").write_text("")
-
-    def node_config(self, name, **extra):
-        config = {"cluster": "lab", "host": name, "state_dir": str(self.tmp / name / "state"),
-                  "checks": {"kernel_log": str(self.tmp / name / "kern.log"), "sysfs_root": str(self.tmp / "nosys"),
-                             "procfs_root": str(self.tmp / "nosys"), "command_timeout": 5},
-                  "webhooks": [], "decider": {"url": self.url, "secret": SECRET, "timeout": 25}}
-        config.update(extra)
-        os.makedirs(config["state_dir"], exist_ok=True)
-        return monitor.check_config(config)
-
-    def fault(self, name, present=True):
-        (self.tmp / name / "kern.log").write_text(XID_79.format(node=name) if present else "")
-
-    def run(self, name, mode="healthcheck", **kw):
-        lines = []
-        node_monitor.run_once(self.node_config(name), log=lines.append, mode=mode, **kw)
-        return lines
-
-    def all_at_once(self, names, mode="healthcheck", **kw):
-        out = {}
-        threads = [threading.Thread(target=lambda n=n: out.__setitem__(n, self.run(n, mode, **kw))) for n in names]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
-        return out
-
-    def slurm(self):
-        return json.loads(self.nodes_file.read_text())
-
-    def drained(self):
-        return sorted(n for n, node in self.slurm().items() if "DRAIN" in node["state"])
-
-    def updates(self):
-        if not self.stub_log.exists():
-            return []
-        calls = [json.loads(line) for line in self.stub_log.read_text().splitlines()]
-        return [c for c in calls if c["tool"] == "scontrol" and c["argv"][:1] == ["update"]]
-
-    def messages(self, count=1, wait=5.0):
-        """What the receiver got, once it holds at least ``count`` messages (or ``wait`` passed)."""
-        deadline = time.time() + wait
-        while True:
-            got = [json.loads(l)["json"] for l in self.received.read_text().splitlines()] if self.received.exists() else []
-            if len(got) >= count or time.time() > deadline:
-                return got
-            time.sleep(0.1)
-
-    def close(self):
-        self.stop.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.receiver.shutdown()
-        self.receiver.server_close()
-        for key in ("STUB_SLURM_NODES", "STUB_LOG", "STUB_SLURM_LATENCY", "STUB_SINFO_MODE", "STUB_SDIAG_MODE",
-                    "STUB_SCONTROL_MODE", "STUB_SLURM_CLOCK", "STUB_SCONTROL_UPDATE_FAIL"):
-            os.environ.pop(key, None)
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    made = []
-
-    def make(names=("n01", "n02", "n03", "n04"), **settings):
-        made.append(Cluster(tmp_path, list(names), settings, webhooks=settings.pop("webhooks", True)
-                            if "webhooks" in settings else True))
-        return made[-1]
-    yield make
-    for c in made:
-        c.close()
+from decider_world import ROOT, SECRET, STUBS, _load, node_monitor, receiver_module, service
 
 
 def test_a_fleet_wide_alarm_at_the_same_second_drains_exactly_max_nodes(cluster):
@@ -282,30 +150,6 @@ def test_escalation_keeps_a_flapping_node_out(cluster):
     assert c.slurm()["n01"]["reason"].startswith("gpufabric: ESCALATED 3 drains in 7 d, a human must look")
     statuses = [m["status"] for m in c.messages(5)]
     assert statuses.count("escalated") == 1 and statuses.count("resumed") == 2
-
-
-def test_the_ledger_cannot_be_saved_nothing_is_done(cluster, monkeypatch):
-    c = cluster(["n01", "n02"])
-    c.fault("n01")
-
-    def full(path, data):
-        raise statefile.StateError("could not save %s: No space left on device" % path)
-    monkeypatch.setattr(statefile, "save_json", full)
-    lines = c.run("n01")
-    assert c.updates() == [] and any("No space left on device" in line for line in lines), lines
-
-
-def test_a_damaged_ledger_is_set_aside_with_one_warning(cluster):
-    c = cluster(["n01", "n02"])
-    state_path, ignored = decider.paths(c.config["state_dir"])
-    with open(state_path, "w") as handle:
-        json.dump({"ledger": {"version": 1, "nodes": [], "breaker": {}}, "outbox": {}}, handle)
-    c.fault("n01")
-    c.run("n01")
-    assert c.drained() == ["n01"]
-    warnings = [line for line in c.lines if "set aside as" in line]
-    assert len(warnings) == 1 and "not a state file of ours: nodes and breaker must be objects" in warnings[0]
-    assert [p for p in os.listdir(c.config["state_dir"]) if ".damaged-" in p]
 
 
 def test_reports_without_the_secret_or_replayed_are_refused(cluster):
@@ -557,53 +401,3 @@ def test_json_nested_too_deep_is_refused_before_parsing_and_counted(cluster):
     with urllib.request.urlopen(c.url + "/v1/health", timeout=10) as answer:
         assert json.loads(answer.read())["refused"] == {"nesting": 1}
     assert any(line.startswith("refused /v1/report from 127.0.0.1: the JSON nests deeper") for line in c.lines)
-
-
-def test_a_drain_slurm_refuses_is_told_once_as_could_not_act_never_as_drained_and_tried_again_later(cluster):
-    """Before, a failing `scontrol update` gave the chat "DRAINED" and then "COULD NOT ACT" on every report, and the
-    node's journal said drained. Now the message says what happened after slurmctld answered, once per episode; the
-    action is tried again after a backoff, and told when it succeeds."""
-    c = cluster(["n01", "n02"])
-    os.environ["STUB_SCONTROL_UPDATE_FAIL"] = "slurm_update error: Access/permission denied"
-    c.fault("n01")
-    lines = c.run("n01")
-    assert any(line.startswith("decider: Slurm: could not drain n01: scontrol update: ") and
-               line.endswith("slurm_update error: Access/permission denied") for line in lines), lines
-    assert c.drained() == [] and len(c.updates()) == 1
-    assert [m["status"] for m in c.messages(1)] == ["could-not-act"]
-    lines = c.run("n01")   # within the backoff: not tried, not told again
-    assert any("not tried again before" in line for line in lines), lines
-    assert len(c.updates()) == 1
-    time.sleep(1)
-    assert [m["status"] for m in c.messages(2, wait=1)] == ["could-not-act"]
-    del os.environ["STUB_SCONTROL_UPDATE_FAIL"]   # slurmctld takes updates again; the controller's clock is past the backoff
-    os.environ["STUB_SLURM_CLOCK"] = str(int(time.time()) + decider.RETRY_FIRST + 5)
-    c.run("n01")
-    assert c.drained() == ["n01"] and len(c.updates()) == 2
-    assert [m["status"] for m in c.messages(2)] == ["could-not-act", "drained"]
-
-
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_a_decider_killed_between_its_record_and_scontrol_drains_the_node_on_its_next_report(cluster, monkeypatch):
-    """The decision is recorded, then the decider dies before slurmctld took the drain; after the restart the node's
-    next report drains it (its phantom drain spends no rate limit), and the message says so once."""
-    c = cluster(["n01", "n02"])
-    c.fault("n01")
-    real_apply = decider.Slurm.apply
-
-    def killed(self, decision, record, now):
-        raise SystemExit("killed")   # what a SIGKILL leaves: the ledger saved, scontrol never run
-    monkeypatch.setattr(decider.Slurm, "apply", killed)
-    c.config["answer_within"] = 2   # the node does not wait long for a decider that died
-    c.run("n01")
-    assert c.drained() == [] and c.updates() == []
-    monkeypatch.setattr(decider.Slurm, "apply", real_apply)
-    c.close()   # the decider restarts with the same state directory
-    c.config["answer_within"] = 20
-    c.server, c.stop, ignored = service.serve(c.config, log=c.lines.append)
-    c.url = "http://127.0.0.1:%d" % c.server.server_address[1]
-    os.environ.update(STUB_SLURM_NODES=str(c.nodes_file), STUB_LOG=str(c.stub_log))
-    c.receiver = receiver_module.serve({"bind": "127.0.0.1", "port": 0, "log": str(c.received)})
-    threading.Thread(target=c.receiver.serve_forever, daemon=True).start()
-    c.run("n01")
-    assert c.drained() == ["n01"] and len(c.updates()) == 1

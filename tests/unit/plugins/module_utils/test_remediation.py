@@ -260,6 +260,27 @@ def test_resumes_are_rate_limited_too():
     assert [d["action"] for d in later["decisions"]] == ["resume", "resume", "none"]
 
 
+def test_a_rebuilt_ledger_counts_slurms_drains_and_holds_resumes_for_one_interval():
+    config = settings(rate_limit={"max_nodes": 1, "max_percent": 100, "interval": 3600})
+    drained = fleet("a", "b", "c", a=("gpufabric: gpu_xid a/GPU 0000:18:00", NOW - 600), c=("memory test", NOW - 60))
+    ledger = r.empty_ledger()
+    rebuilt = r.rebuild(ledger, drained, NOW, 3600, "slurm")
+    assert rebuilt == {"at": NOW, "scheduler": "slurm", "drains_in_effect": 1, "recent_drains": 1, "resumes_from": NOW + 3600}
+    r.check_ledger(ledger)
+    result = r.plan({"a": report("a"), "b": report("b", [dict(XID, target="b")])}, drained, ledger, config, NOW + 60)
+    assert by_node(result)["a"]["held"] and by_node(result)["a"]["why"].startswith("resume budget unknown: ")
+    assert by_node(result)["b"]["held"] and "rate limit: 1 node(s)" in by_node(result)["b"]["why"]
+    later = r.plan({"a": report("a")}, drained, result["ledger"], config, NOW + 3600)
+    assert by_node(later)["a"]["action"] == "resume" and "rebuilt" not in later["ledger"]
+    # Nothing of ours drained, or Kubernetes (the Nodes keep the whole record): nothing is held.
+    assert r.rebuild(r.empty_ledger(), fleet("a", "b", b=("memory test", NOW)), NOW, 3600, "slurm")["resumes_from"] == NOW
+    assert r.rebuild(r.empty_ledger(), drained, NOW, 3600, "kubernetes")["resumes_from"] == NOW
+    # A drain of ours whose time slurmctld does not show counts as recent: unknown is not old.
+    assert r.rebuild(r.empty_ledger(), fleet("a", a=("gpufabric: x a", None)), NOW, 3600, "slurm")["recent_drains"] == 1
+    with pytest.raises(ValueError):
+        r.check_ledger(dict(r.empty_ledger(), rebuilt={"at": "yesterday"}))
+
+
 def test_a_node_remediated_again_and_again_is_escalated_and_stays_out():
     config = settings(escalation={"max_remediations": 2, "days": 7})
     ledger, now = None, NOW
