@@ -59,9 +59,10 @@ docker:
 # Each is built once per recipe; a machine that has them spends a second here.
 image: docker
 	@for suite in bullseye bookworm trixie; do GPUFABRIC_DEBIAN_SUITE=$$suite tests/lab/build-image.sh || exit 1; done
-	@for suite in bullseye bookworm trixie; do \
+	@pids=""; for suite in bullseye bookworm trixie; do \
 	  (GPUFABRIC_DEBIAN_SUITE=$$suite tests/lab/prepare-image.sh 2>&1 | sed -u "s/^/[$$suite] /"; exit $${PIPESTATUS[0]}) & \
-	done; rc=0; for _ in 1 2 3; do wait -n || rc=1; done; exit $$rc
+	  pids="$$pids $$!"; \
+	done; rc=0; for pid in $$pids; do wait $$pid || rc=1; done; exit $$rc
 
 # The one image the lab uses: bare Debian 12 (its check run must find nothing installed).
 lab-image: docker

@@ -106,7 +106,33 @@ def set_decider(host, **settings):
     host.check_output("systemctl stop gpufabric-remediator && rm -f %s && echo %s | base64 -d > %s && "
                       "systemctl reset-failed gpufabric-remediator; systemctl start gpufabric-remediator",
                       LEDGER, data, DECIDER_CONFIG)
-    for attempt in range(50):
+    wait_for_decider(host)
+
+
+SCONTROL = "/usr/local/sbin/gpufabric-test-scontrol"
+SCONTROL_MODE = "/etc/gpufabric-test-scontrol.mode"
+# slurmctld's own scontrol, except for `update` when the mode file says hang (a decider killed mid-action) or fail
+# (slurmctld refusing the update): what the decider runs when the tests point its settings here.
+SCONTROL_WRAPPER = """#!/bin/sh
+if [ "$1" = update ]; then
+  case "$(cat %s 2>/dev/null)" in
+    hang) sleep 300 ;;
+    fail) echo "slurm_update error: Access/permission denied" >&2; exit 1 ;;
+  esac
+fi
+exec /usr/bin/scontrol "$@"
+""" % SCONTROL_MODE
+
+
+def scontrol_through_wrapper(host, mode):
+    data = base64.b64encode(SCONTROL_WRAPPER.encode()).decode()
+    host.check_output("echo %s | base64 -d > %s && chmod 0755 %s && echo %s > %s", data, SCONTROL, SCONTROL, mode,
+                      SCONTROL_MODE)
+    set_decider(host, slurm={"enabled": True, "scontrol": SCONTROL})
+
+
+def wait_for_decider(host):
+    for attempt in range(100):
         if host.run("python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:8740/v1/health')\"").rc == 0:
             return
         time.sleep(0.2)
@@ -129,6 +155,8 @@ def healthy_cluster(host):
         admin_resume(host, name)
     set_decider(host)
     yield
+    host.run("rm -f %s %s", SCONTROL_MODE, SCONTROL)
+    node_host(NODES[0]).run("hostname %s", NODES[0])
     for name in NODES:
         fault(name, False)
         admin_resume(host, name)
@@ -282,3 +310,80 @@ def test_a_node_an_admin_drained_stays_drained(host):
     fault(NODES[1])
     healthcheck(NODES[1])
     assert show(host, NODES[1])[1] == "memory test"
+
+
+# --- the decider's own faults (issue 35), on the real slurmctld ---------------------------------------------------
+
+def test_a_node_whose_host_name_is_not_its_nodename_is_one_node_on_every_path(host):
+    """Before, the AWX path named findings by the OS host name and the monitor by the inventory name (the NodeName):
+    a node drained by the monitor was resumed by an AWX run with its fault still there."""
+    node_host(NODES[0]).check_output("hostname bmc-7f3a9c.cluster.local")
+    assert node_host(NODES[0]).check_output("hostname") == "bmc-7f3a9c.cluster.local"
+    fault(NODES[0])
+    timer_run(NODES[0])
+    assert drained(host) == [NODES[0]]
+    proc = _remediate()   # the fault is still there: the AWX run's report names it as the drain recorded it
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert drained(host) == [NODES[0]], proc.stdout[-3000:]
+    assert "stays drained: finding recorded at the drain still reported (gpu_xid|%s/GPU 0000:18:00)" % NODES[0] in proc.stdout
+    assert "bmc-7f3a9c" not in proc.stdout
+
+
+def test_a_decider_killed_between_its_intent_and_scontrol_drains_the_node_after_its_restart(host):
+    """Before, a decider killed after recording a drain and before slurmctld took it held the still-failing node
+    back for the whole interval by its own phantom drain. Here `scontrol update` hangs, the decider is killed (SIGKILL,
+    systemd restarts it), and the node's next report drains it."""
+    scontrol_through_wrapper(host, "hang")
+    fault(NODES[0])
+    waiting = threading.Thread(target=healthcheck, args=(NODES[0],))
+    waiting.start()
+    for attempt in range(60):
+        if host.run("pgrep -f '%s update NodeName=%s'", SCONTROL, NODES[0]).rc == 0:
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError("the decider never ran scontrol update")
+    ledger = json.loads(host.check_output("cat %s", LEDGER))["ledger"]
+    assert ledger["nodes"][NODES[0]]["drains"][-1]["pending"] is True   # the intent is saved before acting
+    host.check_output("echo real > %s && systemctl kill -s KILL gpufabric-remediator", SCONTROL_MODE)
+    waiting.join(60)
+    time.sleep(6)   # Restart=always, RestartSec=5
+    wait_for_decider(host)
+    assert drained(host) == []
+    out = healthcheck(NODES[0])
+    assert drained(host) == [NODES[0]], out
+    assert "held back" not in out
+
+
+def test_a_deleted_state_file_is_rebuilt_from_slurm(host):
+    """Before, a deleted decider.json started afresh. Now our drain in slurmctld counts against max_nodes 1, and the
+    cleared node is not resumed for one interval: Slurm keeps no record of the resumes made before."""
+    since = host.check_output("date +%s")
+    fault(NODES[0])
+    healthcheck(NODES[0])
+    assert drained(host) == [NODES[0]]
+    host.check_output("rm %s", LEDGER)
+    fault(NODES[1])
+    out = healthcheck(NODES[1])
+    assert drained(host) == [NODES[0]] and "rate limit: 1 node(s) of partition gpu already drained" in out, out
+    fault(NODES[0], False)
+    out = healthcheck(NODES[0])
+    assert drained(host) == [NODES[0]] and "resume budget unknown" in out, out
+    journal = host.check_output("journalctl -u gpufabric-remediator --no-pager -o cat --since @%s", since)
+    assert "its limits are rebuilt from Slurm: 1 node(s) drained by gpufabric, 1 of them within the rate interval" in journal
+
+
+def test_an_update_slurmctld_refuses_is_could_not_drain_once_and_never_drained(host):
+    """Before, a failing `scontrol update` was told "DRAINED" then "COULD NOT ACT" on every report, and the node's
+    journal said drained. Now the node hears "could not drain" once, then the backoff."""
+    scontrol_through_wrapper(host, "fail")
+    since = host.check_output("date +%s")
+    fault(NODES[0])
+    out = healthcheck(NODES[0])
+    assert "could not drain %s: scontrol update" % NODES[0] in out and "Access/permission denied" in out, out
+    assert "Slurm: drained" not in out and drained(host) == []
+    out = healthcheck(NODES[0])
+    assert "not tried again before" in out and drained(host) == [], out
+    journal = host.check_output("journalctl -u gpufabric-remediator --no-pager -o cat --since @%s", since)
+    assert journal.count("could not act on %s" % NODES[0]) == 1, journal
+
