@@ -12,7 +12,7 @@ import re
 
 import yaml
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import alerts, monitor
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import alerts, chat, decider_settings, monitor
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, fail, filters
 
 
@@ -40,13 +40,13 @@ def remediator_config(webhooks, **settings):
     """The JSON object the remediation decider reads, checked with its own rules."""
     config = dict((k, v) for k, v in settings.items() if v is not None)
     config["webhooks"] = _webhooks("remediator_config", webhooks)
-    return monitor.check_decider_config(config)
+    return decider_settings.check_config(config)
 
 
 def alertmanager_config(webhooks, relay_url="http://127.0.0.1:9095", cluster="gpufabric", decider_url=None,
                         decider_token=None, group_wait="30s", group_interval="5m", repeat_interval="4h"):
     """Alertmanager's routes, receivers and inhibition for gpufabric's alerts (alerts.alertmanager_config)."""
-    names = [w["name"] for w in monitor.check_webhooks(_webhooks("alertmanager_config", webhooks))]
+    names = [w["name"] for w in chat.check_webhooks(_webhooks("alertmanager_config", webhooks))]
     return alerts.alertmanager_config(names, relay_url, cluster, decider_url or None, decider_token or None,
                                       group_wait, group_interval, repeat_interval)
 

@@ -127,3 +127,10 @@ def check_ifname(name, value):
         raise TextError("%s %r is not a network interface name (1-15 characters, no '/', ':' or white space)"
                         % (name, text))
     return text
+
+
+def one_line(value, limit=200):
+    """Text safe for one line of a record (a Slurm reason, a taint, a report's field): control characters become
+    spaces, bounded to ``limit`` (cut with '...')."""
+    value = re.sub(r"[\x00-\x1f\x7f]+", " ", str(value)).strip()
+    return value if len(value) <= limit else value[:limit - 3] + "..."

@@ -98,8 +98,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import (
-    decider, delivery, monitor, ownership, remediation, statefile)
+from ansible_collections.gpufabric.rdma.plugins.module_utils import ownership, statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider, decider_settings, delivery, protocol, remediation
 
 
 def main():
@@ -117,7 +117,7 @@ def main():
     )
     params = module.params
     try:
-        config = monitor.check_decider_config({
+        config = decider_settings.check_config({
             "cluster": params["cluster"], "name": params["name"], "state_dir": params["state_dir"],
             "remediation": params["remediation"], "webhooks": params["webhooks"],
             "command_timeout": params["command_timeout"]})
@@ -130,7 +130,7 @@ def main():
         if not isinstance(result, dict):
             module.fail_json(msg="reports[%s] must be what node_health returned, got %r" % (node, type(result).__name__))
         try:
-            reports[node] = remediation.check_report({
+            reports[node] = protocol.check_report({
                 "node": node, "findings": list(result.get("findings") or []), "complete": result.get("complete") is True,
                 "unreadable": list(result.get("unreadable") or []), "source": "awx"})
         except ValueError as exc:

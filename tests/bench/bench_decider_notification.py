@@ -22,7 +22,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "module_utils"))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import monitor  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider_settings  # noqa: E402
 
 NODES = 10000
 MAX_NODES = 20
@@ -69,7 +69,7 @@ def run_once(service, names, body):
                   handle)
     os.environ.update(STUB_SLURM_NODES=nodes_file, STUB_LOG=os.path.join(tmp, "stub.jsonl"))
     os.mkdir(os.path.join(tmp, "decider"))
-    config = monitor.check_decider_config({
+    config = decider_settings.check_config({
         "cluster": "lab", "name": "decider@bench", "listen": "127.0.0.1", "port": 0, "secret": "s" * 32,
         "state_dir": os.path.join(tmp, "decider"), "webhooks": [], "batch_window": 0.2, "command_timeout": 30,
         "answer_within": TARGET_SECONDS, "alertmanager_token": TOKEN,

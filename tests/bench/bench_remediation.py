@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import remediation  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import protocol, remediation  # noqa: E402
 
 NOW = 1795526184
 TARGET_SECONDS = 1.0
@@ -38,8 +38,8 @@ def fleet_of(n):
                        "reason_time": (NOW - 60 if i % 10 == 0 else NOW - 86400) if drained else None}
         findings = [{"check": "gpu_xid", "severity": "critical", "target": "%s/GPU 0000:18:00" % name,
                      "detail": "Xid 79", "fix_hint": "-"}] if i % 3 else []
-        reports[name] = remediation.check_report({"node": name, "findings": findings, "complete": True,
-                                                  "unreadable": [], "source": "healthcheck"})
+        reports[name] = protocol.check_report({"node": name, "findings": findings, "complete": True,
+                                               "unreadable": [], "source": "healthcheck"})
         if drained:
             ledger["nodes"][name] = {"drains": [{"at": NOW - 86400 * d, "findings": ["gpu_xid|%s/GPU 0000:18:00" % name],
                                                  "reason": reason} for d in (3, 2, 1)], "resumes": []}

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import decider, monitor, statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider_settings, monitor
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STUBS = os.path.join(ROOT, "tests", "stubs")
@@ -61,7 +61,7 @@ class Cluster(object):
         remediation.update(settings)
         state_dir = tmp_path / "decider"
         state_dir.mkdir()
-        self.config = monitor.check_decider_config({
+        self.config = decider_settings.check_config({
             "cluster": "lab", "name": "decider@ctl", "listen": "127.0.0.1", "port": 0, "secret": SECRET,
             "state_dir": str(state_dir), "remediation": remediation, "webhooks": hooks, "deliver_interval": 0.2,
             "batch_window": 0.2, "command_timeout": 3, "answer_within": 20, "timeout": 3, "deliver_deadline": 5})
@@ -152,4 +152,3 @@ def cluster(tmp_path):
     yield make
     for c in made:
         c.close()
-

@@ -30,8 +30,8 @@ def test_every_path_it_names_exists():
 
 
 def test_every_module_utils_file_is_on_the_page_on_its_side_of_the_split():
-    pure = set(re.findall(r"`plugins/module_utils/(\w+)\.py`", _section("| pure core |", "**Host access**")))
-    host = set(re.findall(r"`plugins/module_utils/(\w+)\.py`", _section("**Host access**", "**Thin modules**")))
+    pure = set(re.findall(r"`plugins/module_utils/([\w/]+)\.py`", _section("| pure core |", "**Host access**")))
+    host = set(re.findall(r"`plugins/module_utils/([\w/]+)\.py`", _section("**Host access**", "**Thin modules**")))
     assert host == HOST
     assert pure == set(NAMES) - HOST
 

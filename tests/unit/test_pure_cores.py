@@ -18,10 +18,12 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
-HOST = {"commands", "files", "sysfs", "node_checks", "netdev_host", "webhook", "statefile", "delivery", "decider", "service"}
+HOST = {"commands", "files", "sysfs", "node_checks", "netdev_host", "webhook", "statefile", "fleet/delivery", "fleet/decider",
+        "fleet/service"}
 FORBIDDEN = {"os", "subprocess", "socket", "time", "tempfile", "glob", "shutil", "select", "signal", "pwd",
              "urllib.request", "urllib2", "http", "http.client", "requests", "random", "multiprocessing", "threading"}
-NAMES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(MODULE_UTILS, "*.py"))
+# Names as paths under module_utils without .py: "text", "fleet/decider".
+NAMES = sorted(os.path.relpath(p, MODULE_UTILS)[:-3] for p in glob.glob(os.path.join(MODULE_UTILS, "**", "*.py"), recursive=True)
                if not p.endswith("__init__.py"))
 PURE = [name for name in NAMES if name not in HOST]
 
@@ -35,8 +37,8 @@ def _problems(name):
             modules = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             modules = [node.module or ""]
-            if (node.module or "").endswith("plugins.module_utils"):
-                modules += ["module_utils." + alias.name for alias in node.names]
+            if "plugins.module_utils" in (node.module or ""):
+                modules += [node.module.split("plugins.")[-1] + "." + alias.name for alias in node.names]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
             problems.append("line %d calls open()" % node.lineno)
             continue
@@ -47,14 +49,14 @@ def _problems(name):
             if module in FORBIDDEN or top in FORBIDDEN:
                 problems.append("line %d imports %s" % (node.lineno, module))
             tail = module.split("module_utils.")[-1] if "module_utils." in module else None
-            if tail and tail.split(".")[0] in HOST:
+            if tail and any(tail == h.replace("/", ".") or tail.startswith(h.replace("/", ".") + ".") for h in HOST):
                 problems.append("line %d imports the host module %s" % (node.lineno, tail))
     return problems
 
 
 def test_every_host_module_exists_and_the_parsers_are_pure():
     assert HOST <= set(NAMES)
-    assert {"nccl_tests", "rdma", "health", "monitor", "netconf", "netdev_plan", "gpu", "text"} <= set(PURE)
+    assert {"nccl_tests", "rdma", "health", "fleet/monitor", "netconf", "netdev_plan", "gpu", "text"} <= set(PURE)
 
 
 @pytest.mark.parametrize("name", PURE)
@@ -63,4 +65,4 @@ def test_a_pure_core_reaches_nothing_outside(name):
 
 
 def test_the_check_can_fail():
-    assert _problems("commands") and _problems("sysfs")
+    assert _problems("commands") and _problems("sysfs") and _problems("fleet/decider")

@@ -32,8 +32,8 @@ import time
 # The role puts module_utils under <this directory>/ansible_collections/gpufabric/rdma/plugins/module_utils.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import (  # noqa: E402
-    delivery, metrics, monitor, node_checks, outbox, statefile, webhook)
+from ansible_collections.gpufabric.rdma.plugins.module_utils import metrics, node_checks, statefile, webhook  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, delivery, messages, monitor, outbox, protocol  # noqa: E402
 
 
 def _say(line):
@@ -63,18 +63,18 @@ def report(config, result, source, clock=time.time):
     decider = config["decider"]
     base = decider["url"].rstrip("/")
     started = clock()
-    challenge = monitor.challenge_body(node_name(config))
-    answer = webhook.send(base + monitor.CHALLENGE_PATH, challenge, monitor.report_headers(decider["secret"], challenge),
+    challenge = protocol.challenge_body(node_name(config))
+    answer = webhook.send(base + protocol.CHALLENGE_PATH, challenge, protocol.report_headers(decider["secret"], challenge),
                           deadline=decider["timeout"])
     try:
         if answer.error or answer.status != 200:
             raise ValueError(answer.error or "HTTP %s %s" % (answer.status, answer.text.strip()[:200]))
         nonce = json.loads(answer.text)["nonce"]
-        body = monitor.report_body(node_name(config), result, source, nonce)
+        body = protocol.report_body(node_name(config), result, source, nonce)
         left = decider["timeout"] - (clock() - started)
         if left < 1:
             raise ValueError("no time left within %s s" % decider["timeout"])
-        answer = webhook.send(base + monitor.REPORT_PATH, body, monitor.report_headers(decider["secret"], body),
+        answer = webhook.send(base + protocol.REPORT_PATH, body, protocol.report_headers(decider["secret"], body),
                               deadline=left)
         if answer.error or answer.status != 200:
             raise ValueError(answer.error or "HTTP %s %s" % (answer.status, answer.text.strip()[:200]))
@@ -144,10 +144,10 @@ def unsaved(config, why, host, now, log, clock, runner=None, result=None, durati
                            why[:300], counts["critical"], counts["warning"], counts["info"],
                            "; ".join("%s %s" % (f["check"], f["target"]) for f in result["findings"][:10]) or "none"),
              "fix_hint": "free space on the file system of %s (df -h), or make it writable again" % config["state_dir"]}
-    body = monitor.payload(config["cluster"], host, event, "new", now)
+    body = messages.payload(config["cluster"], host, event, "new", now)
     for hook in config["webhooks"]:
-        body["sent_at"] = monitor.iso(clock())
-        url, data, headers = monitor.build_request(hook, body, clock())
+        body["sent_at"] = messages.iso(clock())
+        url, data, headers = chat.build_request(hook, body, clock())
         answer = webhook.send(url, data, headers, deadline=config["timeout"])
         log("alert to %s: %s" % (hook["name"], answer.error or "HTTP %s" % answer.status))
     return 1
@@ -197,7 +197,7 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
             observed = result["observed"]
             state["counters"] = {"at": observed["counters_at"], "ports": observed["port_counters"]}
             state["history"] = observed["history"]
-            state["last_run"] = {"at": monitor.iso(now), "counts": result["counts"], "healthy": result["healthy"],
+            state["last_run"] = {"at": messages.iso(now), "counts": result["counts"], "healthy": result["healthy"],
                                  "complete": result["complete"], "queued": len(queued)}
             if state.pop("dropped", 0):
                 log("outbox full: the oldest messages were dropped to keep %d per webhook" % outbox.MAX_PENDING)
@@ -228,7 +228,6 @@ def gate(config, runner=None, log=_complain, clock=time.time):
     may take a node out of service (within the cluster's limits). A decider that does not answer lets
     the job run, and says why on stderr (slurmd's log).
     """
-    host = config["host"] or os.uname()[1]
     if not config["decider"]:
         return 0
     result = node_checks.check_node(config["checks"], runner, host=node_name(config), sleep=lambda seconds: None)

@@ -26,8 +26,8 @@ import time
 # The role puts module_utils under <this directory>/ansible_collections/gpufabric/rdma/plugins/module_utils.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import (  # noqa: E402
-    alerts, decider, delivery, monitor, remediation, service)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (  # noqa: E402
+    alerts, decider, decider_settings, delivery, messages, protocol, remediation, service)
 
 try:
     import secrets
@@ -114,7 +114,7 @@ class Batcher(object):
             except Exception as exc:  # answered and said, never a dead thread
                 why = "the decider failed on this batch (%s: %s); nothing was done" % (type(exc).__name__, str(exc)[:300])
                 self.log(why)
-                self.last = {"at": monitor.iso(self.clock()), "reports": len(batch), "error": why}
+                self.last = {"at": messages.iso(self.clock()), "reports": len(batch), "error": why}
                 for report, slot in batch:
                     if not slot["done"].is_set():
                         slot["answer"] = {"decision": {"node": report["node"], "action": "none", "held": False,
@@ -131,7 +131,7 @@ class Batcher(object):
         by_node = dict((d["node"], d) for d in result["decisions"])
         scheduler = "slurm" if self.config["remediation"]["slurm"]["enabled"] else "kubernetes"
         counts = remediation.summary(result) if result.get("decisions") else {}
-        self.last = {"at": monitor.iso(self.clock()), "reports": len(reports), "seconds": round(time.time() - started, 3),
+        self.last = {"at": messages.iso(self.clock()), "reports": len(reports), "seconds": round(time.time() - started, 3),
                      "error": result.get("error"), "counts": counts, "breaker_open": result["breaker"]["open"]}
         self.log("batch of %d report(s) in %.2f s: %s%s" % (
             len(reports), time.time() - started, ", ".join("%d %s" % (v, k) for k, v in sorted(counts.items())),
@@ -167,7 +167,7 @@ def make_handler(config, nonces, batcher, threads, log):
         def do_POST(self):
             path = self.path.split("?", 1)[0].rstrip("/")
             # Alertmanager sends a whole group at once: 10,000 nodes' alerts are about 6.3 MB.
-            limit = alerts.MAX_NOTIFICATION_BYTES if path == alerts.ALERTMANAGER_PATH else monitor.MAX_REPORT_BYTES
+            limit = alerts.MAX_NOTIFICATION_BYTES if path == alerts.ALERTMANAGER_PATH else protocol.MAX_REPORT_BYTES
             body = self.read_body(limit)
             self.watchdog.cancel()  # the request is in; waiting for the decision is bounded by answer_within
             if body is None:
@@ -176,9 +176,9 @@ def make_handler(config, nonces, batcher, threads, log):
                 service.check_json_depth(body)
             except ValueError as exc:
                 return self.refuse(400, str(exc), "nesting")
-            if path == monitor.CHALLENGE_PATH:
+            if path == protocol.CHALLENGE_PATH:
                 try:
-                    node = monitor.verify_challenge(secret, body, self.headers.get("X-Gpufabric-Signature"))
+                    node = protocol.verify_challenge(secret, body, self.headers.get("X-Gpufabric-Signature"))
                 except ValueError as exc:
                     return self._send(401, {"error": str(exc)})
                 nonce = nonces.issue(node)
@@ -187,15 +187,15 @@ def make_handler(config, nonces, batcher, threads, log):
                 return self._send(200, {"nonce": nonce, "expires_in": NONCE_SECONDS})
             if path == alerts.ALERTMANAGER_PATH:
                 return self._alertmanager(body)
-            if path != monitor.REPORT_PATH:
+            if path != protocol.REPORT_PATH:
                 return self._send(404, {"error": "no such path"})
             try:
-                report, nonce = monitor.verify_report(secret, body, self.headers.get("X-Gpufabric-Signature"))
+                report, nonce = protocol.verify_report(secret, body, self.headers.get("X-Gpufabric-Signature"))
             except ValueError as exc:
                 return self._send(401 if "signature" in str(exc) else 400, {"error": str(exc)})
             if not nonces.take(nonce, report["node"]):
                 return self._send(401, {"error": "the nonce is unknown, used, expired or another node's: ask %s again"
-                                        % monitor.CHALLENGE_PATH})
+                                        % protocol.CHALLENGE_PATH})
             slot = batcher.submit(report)
             if slot is None:
                 return self._send(503, {"error": "too many reports wait for a decision: nothing is assumed, report again"})
@@ -272,7 +272,7 @@ def main(argv=None):
     if len(argv) not in (2, 3) or argv[0] != "--config" or (len(argv) == 3 and argv[2] != "--deliver-once"):
         sys.stderr.write(USAGE + "\n")
         return 2
-    config, failed = service.read_config(argv[1], monitor.check_decider_config)
+    config, failed = service.read_config(argv[1], decider_settings.check_config)
     if failed:
         return failed
     if not config["secret"]:

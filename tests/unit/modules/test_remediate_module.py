@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import decider, monitor, remediation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider, decider_settings, protocol
 from ansible_collections.gpufabric.rdma.plugins.modules import remediate
 from moduletest import calls, run_module, stub_bin
 
@@ -63,9 +63,9 @@ def test_an_awx_drain_under_a_wider_policy_holds_while_its_finding_is_reported(s
     assert json.loads(nodes.read_text())["n1"]["reason"].endswith("; via awx")
     assert (tmp_path / "decider" / ".gpufabric-owner").read_text() == "remediator\n"
     # The service decides next, with a narrower policy: only gpu_xid drains. The port is still down.
-    narrow = monitor.check_decider_config({"state_dir": str(tmp_path / "decider"), "remediation": dict(
+    narrow = decider_settings.check_config({"state_dir": str(tmp_path / "decider"), "remediation": dict(
         settings, policy=[{"check": "gpu_xid", "action": "drain"}])})
-    report = remediation.check_report({"node": "n1", "findings": [PORT], "complete": True, "source": "timer"})
+    report = protocol.check_report({"node": "n1", "findings": [PORT], "complete": True, "source": "timer"})
     lines = []
     decided = decider.decide({"n1": report}, narrow, time.time, lines.append)
     assert decided["decisions"][0]["action"] == "none"
@@ -73,9 +73,9 @@ def test_an_awx_drain_under_a_wider_policy_holds_while_its_finding_is_reported(s
                                               "(rdma_port_state|n1/mlx5_0/1)")
     assert "DRAIN" in json.loads(nodes.read_text())["n1"]["state"]
     # Its kernel log cannot be read: still drained. A complete, clean check: resumed.
-    blind = remediation.check_report({"node": "n1", "findings": [], "complete": False, "unreadable": ["kernel log: x"]})
+    blind = protocol.check_report({"node": "n1", "findings": [], "complete": False, "unreadable": ["kernel log: x"]})
     assert decider.decide({"n1": blind}, narrow, time.time, lines.append)["decisions"][0]["action"] == "none"
-    clean = remediation.check_report({"node": "n1", "findings": [], "complete": True})
+    clean = protocol.check_report({"node": "n1", "findings": [], "complete": True})
     assert decider.decide({"n1": clean}, narrow, time.time, lines.append)["decisions"][0]["done"]
     assert json.loads(nodes.read_text())["n1"]["state"] == "IDLE"
 

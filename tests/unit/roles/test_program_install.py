@@ -21,16 +21,15 @@ PLAY = """
         name: gpufabric.rdma.program_install
       vars:
         program_install_dir: {dir}
-        program_install_modules: [text, numbers]
         program_install_program: roles/health_monitor/files/gpufabric_health_monitor.py
         program_install_name: monitor.py
 """
 
 
-def _play(tmp_path, *extra):
+def _play(tmp_path, *extra, suffix=""):
     (tmp_path / "inventory.json").write_text(json.dumps({"all": {"hosts": {"n1": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-    (tmp_path / "play.yml").write_text(PLAY.format(dir=tmp_path / "lib"))
+    (tmp_path / "play.yml").write_text(PLAY.format(dir=str(tmp_path / "lib") + suffix))
     proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.json"), str(tmp_path / "play.yml"),
                            "-e", "ansible_become=false", *extra], capture_output=True, text=True, check=False,
                           timeout=300, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
@@ -48,5 +47,21 @@ def test_check_diff_names_each_file_with_size_and_checksum_and_shows_no_source(t
     assert "plugins/module_utils/text.py | " in out and "plugins/module_utils/numbers.py | " in out
     assert "would install or replace in %s" % (tmp_path / "lib") in out
     assert "def main" not in out and "import " not in out
-    assert len(out.splitlines()) < 120
+    assert len(out.splitlines()) < 200   # a line or two per file (23 files), never their source
     assert not (tmp_path / "lib").exists()   # check mode wrote nothing
+
+
+def test_it_installs_the_programs_import_closure_and_removes_code_it_no_longer_imports(tmp_path):
+    """What is copied is computed from the program's imports (subfolders too); a module an upgrade moved (the flat
+    monitor.py of an older release) is removed from the program's own tree, and nothing outside that tree."""
+    tree = tmp_path / "lib" / "ansible_collections" / "gpufabric" / "rdma" / "plugins" / "module_utils"
+    tree.mkdir(parents=True)
+    (tree / "monitor.py").write_text("# the old flat monitor\n")
+    (tmp_path / "lib" / "site-notes.txt").write_text("an admin's file\n")
+    out = _play(tmp_path)
+    assert (tree / "fleet" / "monitor.py").is_file() and (tree / "fleet" / "protocol.py").is_file()
+    assert (tree / "node_checks.py").is_file() and not (tree / "fleet" / "remediation.py").exists()
+    assert not (tree / "monitor.py").exists() and (tmp_path / "lib" / "site-notes.txt").exists()
+    assert "changed=0" not in out
+    again = _play(tmp_path, suffix="/")   # the same directory, spelled with a trailing slash: nothing is stale
+    assert "changed=0" in again, again[-2000:]

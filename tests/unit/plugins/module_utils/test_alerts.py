@@ -10,7 +10,8 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import alerts, monitor, slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import alerts, messages, settings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
@@ -46,7 +47,7 @@ def test_with_names_that_do_not_compress_every_message_stays_within_a_dingtalk_r
     names = ["node-%s" % hashlib.sha256(str(i).encode()).hexdigest()[:8] for i in range(1000)]
     payload = alerts.check_payload(notification([alert(n, target="%s/mlx5_%d/1" % (n, i % 8)) for i, n in enumerate(names)]))
     bodies = alerts.group_bodies(payload, "c1", 1800000000.0)
-    assert [len(monitor.text_message(b).encode()) <= alerts.MAX_TEXT_BYTES for b in bodies] == [True] * len(bodies)
+    assert [len(messages.text_message(b).encode()) <= alerts.MAX_TEXT_BYTES for b in bodies] == [True] * len(bodies)
     assert set().union(*[set(b["nodes"]) for b in bodies]) == set(names) and len(bodies) == 2
 
 
@@ -54,7 +55,7 @@ def test_a_fabric_wide_fault_on_1000_nodes_is_one_message_naming_every_node():
     payload = alerts.check_payload(notification([alert(n) for n in NODES]))
     bodies = alerts.group_bodies(payload, "fallback", 1800000000.0)
     assert len(bodies) == 1
-    text = monitor.text_message(bodies[0])
+    text = messages.text_message(bodies[0])
     assert text.splitlines()[0] == "[gpufabric] FIRING: rdma_port_state (critical) on gpu[0001-1000] in cluster c1"
     assert "- gpu[0001-1000]: mlx5_0/1: rdma_port_state (critical)" in text.splitlines()
     assert sorted(slurm.expand_hostlist(bodies[0]["host"])) == NODES
@@ -68,7 +69,7 @@ def test_nodes_with_different_ports_are_listed_by_port_and_parts_name_every_node
     assert len(bodies) > 1 and [b["part"] for b in bodies] == list(range(1, len(bodies) + 1))
     named = set()
     for body in bodies:
-        text = monitor.text_message(body)
+        text = messages.text_message(body)
         assert len(body["lines"]) and "part %d of %d" % (body["part"], len(bodies)) in text.splitlines()[0]
         assert len(text.encode()) <= 3000  # the whole message, heading and ids included
         assert text.splitlines()[0].startswith("[gpufabric] FIRING: rdma_port_state (critical) on %d nodes (named below)"
@@ -90,7 +91,7 @@ def test_the_same_notification_sent_again_is_queued_once_and_a_resolve_is_new():
     assert [m["body"]["status"] for m in waiting] == ["firing", "resolved"]
     assert waiting[1]["body"]["cleared_at"] == "2026-11-24T10:06:00Z"
     assert waiting[0]["body"]["event_id"] == waiting[1]["body"]["event_id"]
-    assert monitor.text_message(waiting[1]["body"]).startswith("[gpufabric] RESOLVED: rdma_port_state (critical) on n[1-2]")
+    assert messages.text_message(waiting[1]["body"]).startswith("[gpufabric] RESOLVED: rdma_port_state (critical) on n[1-2]")
 
 
 @pytest.mark.parametrize("data, message", [
@@ -115,11 +116,11 @@ def test_alerts_feed_the_decider_reports_that_can_drain_and_never_resume():
     report = reports["n1"]
     assert report["complete"] is False and report["source"] == "alert"
     assert sorted(f["check"] for f in report["findings"]) == ["gpu_xid", "rdma_port_state"]
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import remediation
-    settings = remediation.check_config({"mode": "enforce", "slurm": {"enabled": True},
-                                         "policy": [{"severity": "critical", "action": "drain"}]})
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation
+    policy = remediation.check_config({"mode": "enforce", "slurm": {"enabled": True},
+                                       "policy": [{"severity": "critical", "action": "drain"}]})
     fleet = {"n1": {"state": "idle", "partitions": ["p"]}, "n2": {"state": "idle", "partitions": ["p"]}}
-    result = remediation.plan(reports, fleet, remediation.empty_ledger(), settings, 1000.0, "d")
+    result = remediation.plan(reports, fleet, remediation.empty_ledger(), policy, 1000.0, "d")
     assert [(d["node"], d["action"]) for d in result["decisions"]] == [("n1", "drain")]
 
 
@@ -141,7 +142,7 @@ def test_alertmanager_routes_group_by_cluster_and_check_and_a_down_node_silences
                                         "equal": ["cluster", "Hostname"]}]
     for bad, message in (({"group_wait": "30 s"}, "group_wait must be a duration such as 30s or 5m, got '30 s'"),
                          ({"decider_token": "short"}, "decider_token must be a one-line secret of at least 16 characters")):
-        with pytest.raises(monitor.ConfigError) as error:
+        with pytest.raises(settings.ConfigError) as error:
             alerts.alertmanager_config(["ding"], "http://127.0.0.1:9095", "c1", "http://ctl:8740",
                                        **dict({"decider_token": "t" * 20}, **bad))
         assert str(error.value) == message
@@ -271,7 +272,7 @@ def test_a_notification_the_relay_cannot_save_is_refused_so_alertmanager_sends_i
 ])
 def test_a_bad_relay_configuration_names_the_entry(config, message):
     base = {"webhooks": [{"name": "d", "type": "dingtalk", "url": "https://oapi.dingtalk.com/robot/send?access_token=x"}]}
-    with pytest.raises(monitor.ConfigError) as error:
+    with pytest.raises(settings.ConfigError) as error:
         alerts.check_relay_config(dict(base, **config))
     assert str(error.value) == message
 

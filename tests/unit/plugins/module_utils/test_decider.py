@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import decider, monitor, statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider, decider_settings, k8s_nodes, protocol
 from decider_world import ROOT, SECRET, STUBS, _load, node_monitor, receiver_module, service
 
 
@@ -157,26 +157,27 @@ def test_reports_without_the_secret_or_replayed_are_refused(cluster):
     c = cluster(["n01", "n02"])
     c.fault("n01")
     assert webhook.send(c.url + "/v1/challenge", b"{}", {}).status == 401  # no nonce without the secret
-    challenge = monitor.challenge_body("n01")
-    nonce = json.loads(webhook.send(c.url + "/v1/challenge", challenge, monitor.report_headers(SECRET, challenge)).text)["nonce"]
+    challenge = protocol.challenge_body("n01")
+    nonce = json.loads(webhook.send(c.url + "/v1/challenge", challenge, protocol.report_headers(SECRET, challenge)).text)["nonce"]
     result = {"findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0", "detail": "x",
                             "fix_hint": "x"}], "complete": True, "unreadable": []}
-    body = monitor.report_body("n01", result, "timer", nonce)
-    forged = webhook.send(c.url + "/v1/report", body, monitor.report_headers("another-secret-0123456789", body))
+    body = protocol.report_body("n01", result, "timer", nonce)
+    forged = webhook.send(c.url + "/v1/report", body, protocol.report_headers("another-secret-0123456789", body))
     assert forged.status == 401 and "signature does not match" in forged.text
-    good = webhook.send(c.url + "/v1/report", body, monitor.report_headers(SECRET, body), deadline=20)
+    good = webhook.send(c.url + "/v1/report", body, protocol.report_headers(SECRET, body), deadline=20)
     assert good.status == 200 and json.loads(good.text)["decision"]["action"] == "drain"
-    replay = webhook.send(c.url + "/v1/report", body, monitor.report_headers(SECRET, body))
+    replay = webhook.send(c.url + "/v1/report", body, protocol.report_headers(SECRET, body))
     assert replay.status == 401 and "nonce is unknown, used, expired or another node's" in replay.text
     assert len(c.updates()) == 1
     # n02 cannot use a nonce issued to n01.
-    nonce = json.loads(webhook.send(c.url + "/v1/challenge", challenge, monitor.report_headers(SECRET, challenge)).text)["nonce"]
-    other = monitor.report_body("n02", result, "timer", nonce)
-    assert webhook.send(c.url + "/v1/report", other, monitor.report_headers(SECRET, other)).status == 401
+    nonce = json.loads(webhook.send(c.url + "/v1/challenge", challenge, protocol.report_headers(SECRET, challenge)).text)["nonce"]
+    other = protocol.report_body("n02", result, "timer", nonce)
+    assert webhook.send(c.url + "/v1/report", other, protocol.report_headers(SECRET, other)).status == 401
 
 
 def test_a_batch_that_fails_is_answered_and_the_decider_lives_on(cluster, monkeypatch):
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import remediation, webhook
+    from ansible_collections.gpufabric.rdma.plugins.module_utils import webhook
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation
     c = cluster(["n01", "n02"])
     real, calls = remediation.plan, []
 
@@ -277,7 +278,7 @@ def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledge
             "server": "http://127.0.0.1:%s" % portfile.read_text()}}]}))
         state_dir = tmp_path / "decider"
         state_dir.mkdir()
-        config = monitor.check_decider_config({
+        config = decider_settings.check_config({
             "cluster": "lab", "name": "decider@k8s", "state_dir": str(state_dir), "secret": SECRET, "remediation": {
                 "mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
                 "rate_limit": {"max_percent": 100}, "circuit_breaker": {"max_percent": 100},
@@ -286,9 +287,8 @@ def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledge
         report = {"node": "n01", "findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0",
                                                "detail": "Xid 79", "fix_hint": "-"}], "complete": True,
                   "unreadable": [], "source": "timer"}
-        from ansible_collections.gpufabric.rdma.plugins.module_utils import remediation
         lines = []
-        result = decider.decide({"n01": remediation.check_report(report)}, config, time.time, lines.append)
+        result = decider.decide({"n01": protocol.check_report(report)}, config, time.time, lines.append)
         assert result["decisions"][0]["done"] and result["decisions"][0]["out_of_service"], lines
         node = json.loads((tmp_path / "nodes.json").read_text())[0]
         assert node["spec"]["taints"] == [other, {"key": "gpufabric.io/unhealthy", "value": "gpu_xid",
@@ -300,14 +300,14 @@ def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledge
         stored[0]["spec"]["taints"].insert(0, {"key": "example.com/maint", "effect": "NoExecute"})
         (tmp_path / "nodes.json").write_text(json.dumps(stored))
         clean = dict(report, findings=[])
-        result = decider.decide({"n01": remediation.check_report(clean)}, config, time.time, lines.append)
+        result = decider.decide({"n01": protocol.check_report(clean)}, config, time.time, lines.append)
         assert result["decisions"][0]["action"] == "resume" and result["decisions"][0]["done"], lines
         node = json.loads((tmp_path / "nodes.json").read_text())[0]
         assert node["spec"]["taints"] == [{"key": "example.com/maint", "effect": "NoExecute"}, other]
         assert node["spec"]["unschedulable"] is False
         # A reply of another shape from kubectl is 'could not act', never a traceback.
         (tmp_path / "nodes.json").write_text(json.dumps({"not": "a list"}))
-        result = decider.decide({"n01": remediation.check_report(clean)}, config, time.time, lines.append)
+        result = decider.decide({"n01": protocol.check_report(clean)}, config, time.time, lines.append)
         assert result["error"] and result["decisions"][0]["why"].startswith("could not act: kubectl get nodes")
     finally:
         server.terminate()
@@ -317,13 +317,13 @@ def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledge
 def test_a_json_patch_from_a_stale_read_fails_instead_of_removing_another_controllers_taint():
     """The race itself: our resume was planned from a read; another controller changed the taints since.
     The API server (its RFC 6902 semantics, as the stand-in applies them) refuses the whole patch."""
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import remediation
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation
     standin = _load("kube_api_standin", KUBE_SERVER)
     ours = {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}
     stale = {"metadata": {"name": "n01", "annotations": {remediation.CORDON_ANNOTATION: "1"}},
              "spec": {"unschedulable": True, "taints": [{"key": "a"}, ours]}}
     decision = {"node": "n01", "action": "resume", "findings": [], "shadow": False}
-    patch = remediation.k8s_json_patch(stale, decision, {"drains": [], "resumes": []}, 2)
+    patch = k8s_nodes.k8s_json_patch(stale, decision, {"drains": [], "resumes": []}, 2)
     now = json.loads(json.dumps(stale))
     now["spec"]["taints"] = [ours, {"key": "b"}]  # our taint moved: index 1 is someone else's now
     with pytest.raises(standin.PatchFailed):

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import decider, statefile
-
+from ansible_collections.gpufabric.rdma.plugins.module_utils import statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider
 
 
 def test_the_ledger_cannot_be_saved_nothing_is_done(cluster, monkeypatch):

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import findings, health, monitor, node_checks, readiness, remediation
+from ansible_collections.gpufabric.rdma.plugins.module_utils import findings, health, node_checks, readiness
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor, remediation
 
 
 def test_one_scale_everywhere():

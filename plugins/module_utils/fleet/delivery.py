@@ -21,7 +21,8 @@ __metaclass__ = type
 import threading
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import monitor, outbox, statefile, webhook
+from ansible_collections.gpufabric.rdma.plugins.module_utils import statefile, webhook
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, messages, outbox
 
 
 def _describe(message):
@@ -50,15 +51,15 @@ def deliver(box, webhooks, commit, log, deadline=60, timeout=10, max_per_run=20,
             left = deadline - (clock() - started)
             if stop.is_set() or left < 1:
                 return
-            body = dict(message["body"], sent_at=monitor.iso(clock()))
-            url, data, headers = monitor.build_request(hook, body, clock())
+            body = dict(message["body"], sent_at=messages.iso(clock()))
+            url, data, headers = chat.build_request(hook, body, clock())
             answer = webhook.send(url, data, headers, deadline=min(timeout, left))
-            error = answer.error or monitor.response_error(hook["type"], answer.status, answer.text)
+            error = answer.error or chat.response_error(hook["type"], answer.status, answer.text)
             if error is None and answer.truncated:
                 error = "the answer was larger than %d bytes and was not read whole" % webhook.MAX_ANSWER_BYTES
             with lock:
                 if error:
-                    error = monitor.redact(error, hook)
+                    error = chat.redact(error, hook)
                     failures.append((name, message["id"], error, clock()))
                     totals["failed"] += 1
                     log("webhook %s (%s): could not send %s: %s; the next run tries again"

@@ -41,11 +41,10 @@ import math
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES
-from ansible_collections.gpufabric.rdma.plugins.module_utils.text import clean
+from ansible_collections.gpufabric.rdma.plugins.module_utils.text import one_line
 
 ACTIONS = ("notify", "drain", "none")
 MODES = ("shadow", "enforce")
-SOURCES = ("timer", "healthcheck", "gate", "awx", "alert")
 OURS = "gpufabric:"
 ESCALATED = "ESCALATED"
 TAINT_KEY = "gpufabric.io/unhealthy"
@@ -61,14 +60,7 @@ ESCALATION_DEFAULTS = {"max_remediations": 3, "days": 7}
 # At most this many past drains and resumes are kept per node (the escalation window needs few).
 HISTORY = 20
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
-_TAINT_VALUE = re.compile(r"[^A-Za-z0-9._-]")
 _POLICY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-
-
-def plain_name(name):
-    """Whether ``name`` is a plain node name (what Slurm and Kubernetes accept, nothing to smuggle)."""
-    return isinstance(name, str) and bool(_NAME.match(name))
 
 
 class PolicyError(ValueError):
@@ -165,12 +157,6 @@ def action_for(found, rules):
         if rule["check"] in ("*", found.get("check")) and rule["severity"] in ("*", found.get("severity")):
             return rule["action"]
     return "notify"
-
-
-def one_line(text, limit=MAX_REASON):
-    """Text safe for a Slurm reason or a taint: one line, printable, bounded."""
-    text = re.sub(r"[\x00-\x1f\x7f]+", " ", str(text)).strip()
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def finding_key(found):
@@ -285,41 +271,6 @@ def check_config(config):
     if merged["slurm"]["enabled"] and merged["kubernetes"]["enabled"]:
         raise PolicyError("remediation: one decider acts on one scheduler: enable slurm or kubernetes, not both")
     return merged
-
-
-# --- reports -------------------------------------------------------------------------------------
-
-def check_report(report):
-    """A node's report as the decider accepts it, or ValueError naming what is wrong.
-
-    {node, findings: [{check, severity, target, ...}], complete: bool, unreadable: [text], source}
-    """
-    if not isinstance(report, dict):
-        raise ValueError("a report must be a JSON object, got %s" % type(report).__name__)
-    node = report.get("node")
-    if not isinstance(node, str) or not _NAME.match(node):
-        raise ValueError("report node must be a plain node name, got %r" % (node,))
-    findings = report.get("findings")
-    if not isinstance(findings, list) or len(findings) > 10000:
-        raise ValueError("report findings must be a list (at most 10,000), got %r" % (type(findings).__name__,))
-    clean_findings = []
-    for index, found in enumerate(findings):
-        if not isinstance(found, dict) or not all(isinstance(found.get(k), str) for k in ("check", "severity", "target")):
-            raise ValueError("report findings[%d] needs check, severity and target strings" % index)
-        if found["severity"] not in SEVERITIES:
-            raise ValueError("report findings[%d] severity must be one of %s, got %r" % (index, ", ".join(SEVERITIES), found["severity"]))
-        clean_findings.append(dict((k, one_line(found.get(k) or "", 500)) for k in ("check", "severity", "target", "detail", "fix_hint")))
-    unreadable = report.get("unreadable") or []
-    if not isinstance(unreadable, list) or not all(isinstance(u, str) for u in unreadable):
-        raise ValueError("report unreadable must be a list of texts")
-    complete = report.get("complete")
-    if not isinstance(complete, bool):
-        raise ValueError("report complete must be true or false, got %r" % (complete,))
-    source = report.get("source", "timer")
-    if source not in SOURCES:
-        raise ValueError("report source must be one of %s, got %r" % (", ".join(SOURCES), source))
-    return {"node": node, "findings": clean_findings, "complete": complete and not unreadable,
-            "unreadable": [one_line(u, 300) for u in unreadable[:20]], "source": source}
 
 
 # --- the ledger ----------------------------------------------------------------------------------
@@ -746,227 +697,3 @@ def decision_text(scheduler, decision):
     if decision["shadow"]:
         return "%s: shadow mode, would have %s %s (%s)" % (name, verb, decision["node"], decision["why"])
     return "%s: %s %s (%s)" % (name, verb, decision["node"], decision["reason"] or decision["why"])
-
-
-# --- Slurm ---------------------------------------------------------------------------------
-
-# Times are read with SLURM_TIME_FORMAT=%s (epoch seconds: no time zone can shift them); the
-# ISO form of a default installation is read too.
-_REASON_STAMPED = re.compile(r"(?:^|\s)Reason=(.*?) \[([^@\]\s]{0,64})@(\d{9,12}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\]")
-_REASON_BARE = re.compile(r"(?:^|\s)Reason=(.*?)(?=\s+[A-Z][A-Za-z]{1,40}=|$)")
-DRAIN_FLAGS = ("DRAIN", "DRAINED", "DRAINING")
-
-
-def parse_scontrol_node(text):
-    """`scontrol show node [-o] NAME` -> {name, state, flags, drained, reason, reason_user, reason_time}.
-
-    The one-line (-o) and the indented forms read the same. Reason is free text: it ends at Slurm's
-    "[user@time]" stamp ("Reason=gpufabric: gpu_xid n1 [root@1795526184]"), or at the next field.
-    """
-    lines = clean(text or "").splitlines()
-    start = next((i for i, l in enumerate(lines) if l.lstrip().startswith("NodeName=")), None)
-    if start is None:
-        raise ValueError("no NodeName= in the scontrol output: %r" % one_line(text or "", 120))
-    block = [lines[start].strip()]
-    for line in lines[start + 1:]:
-        if line.lstrip().startswith("NodeName="):
-            break
-        block.append(line.strip())
-    flat = " ".join(l for l in block if l)
-    reason = user = when = None
-    match = _REASON_STAMPED.search(flat) or _REASON_BARE.search(flat)
-    if match:
-        reason = match.group(1).strip() or None
-        if match.re is _REASON_STAMPED:
-            user, when = match.group(2), match.group(3)
-        flat = flat[:match.start()] + " " + flat[match.end():]
-    fields = {}
-    for found in re.finditer(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]{0,40})=(\S*)", flat):
-        fields.setdefault(found.group(1), found.group(2))
-    state = fields.get("State", "")
-    if not fields.get("NodeName") or not state:
-        raise ValueError("the scontrol output has no NodeName or State: %r" % one_line(text or "", 120))
-    flags = state.split("+")
-    return {"name": fields.get("NodeName"), "state": state, "flags": flags,
-            "drained": any(f.rstrip("*~#!%$@^-") in DRAIN_FLAGS for f in flags),
-            "reason": reason, "reason_user": user, "reason_time": int(when) if when and when.isdigit() else when}
-
-
-# %N, the node's name: %n is its host name, which several nodes can share (NodeHostname).
-SINFO_FORMAT = "%N|%P|%H|%T|%E"
-_SINFO_STATE = re.compile(r"^[a-z_+]{1,40}[*~#!%$@^-]?$")
-
-
-def parse_sinfo_fleet(text):
-    """`SLURM_TIME_FORMAT=%s sinfo -h -N -o '%N|%P|%H|%T|%E'` -> {node: {partitions, drained, reason, reason_time}}.
-
-    One line per node and partition. Any line that is not of that shape makes the whole view
-    unusable (ValueError naming the line): a decider that cannot read its fleet does not act.
-    """
-    nodes = {}
-    for number, line in enumerate(clean(text or "").splitlines(), 1):
-        if not line.strip():
-            continue
-        parts = line.strip().split("|", 4)
-        if len(parts) != 5 or not _NAME.match(parts[0]) or not _SINFO_STATE.match(parts[3]):
-            raise ValueError("sinfo line %d is not 'node|partition|time|state|reason': %r" % (number, one_line(line, 120)))
-        name, partition, when, state, reason = parts
-        entry = nodes.setdefault(name, {"partitions": [], "drained": False, "reason": None, "reason_time": None})
-        partition = partition.rstrip("*")
-        if partition and partition not in entry["partitions"]:
-            entry["partitions"].append(partition)
-        entry["drained"] = state.rstrip("*~#!%$@^-") in ("drained", "draining", "drain")
-        reason = reason.strip()
-        if reason and reason != "none":
-            entry["reason"] = reason
-            when = when.strip()
-            if when.isdigit():
-                entry["reason_time"] = int(when)
-            elif when not in ("Unknown", "", "None"):
-                raise ValueError("sinfo line %d: the reason time %r is not epoch seconds (SLURM_TIME_FORMAT=%%s)"
-                                 % (number, one_line(when, 40)))
-    if not nodes:
-        raise ValueError("sinfo listed no node")
-    return nodes
-
-
-_SDIAG_TIME = re.compile(r"^sdiag output at .{0,60}\((\d{9,12})\)\s*$", re.M)
-
-
-def parse_sdiag_time(text):
-    """The controller's clock from `sdiag` ('sdiag output at Tue Nov 24 13:16:24 2026 (1795526184)'), or None."""
-    match = _SDIAG_TIME.search(clean(text or ""))
-    return int(match.group(1)) if match else None
-
-
-def slurm_argv(node, decision, scontrol="scontrol"):
-    """The scontrol command line that carries out a decision (None for 'none' or held)."""
-    if not _NAME.match(node or ""):
-        raise ValueError("Slurm node name %r is not a plain host name" % (node,))
-    if decision["action"] == "drain":
-        return [scontrol, "update", "NodeName=%s" % node, "State=DRAIN", "Reason=%s" % one_line(decision["reason"])]
-    if decision["action"] == "resume":
-        return [scontrol, "update", "NodeName=%s" % node, "State=RESUME"]
-    return None
-
-
-# --- Kubernetes ----------------------------------------------------------------------------
-
-def _taints(node_obj):
-    taints = ((node_obj or {}).get("spec") or {}).get("taints") or []
-    return taints if isinstance(taints, list) else []
-
-
-def _annotations(node_obj):
-    annotations = ((node_obj or {}).get("metadata") or {}).get("annotations") or {}
-    return annotations if isinstance(annotations, dict) else {}
-
-
-def k8s_node_ledger(node_obj):
-    """Our ledger record kept on the Node (the LEDGER_ANNOTATION), or None when absent or damaged."""
-    raw = _annotations(node_obj).get(LEDGER_ANNOTATION)
-    if not raw:
-        return None
-    try:
-        return check_record(json.loads(raw))
-    except (TypeError, ValueError):
-        return None
-
-
-def k8s_fleet(node_list):
-    """A NodeList (kubectl get nodes -o json, or k8s_info's resources) -> (fleet, ledger nodes, objects).
-
-    Every node is in one pool; drained = our taint or our cordon annotation; the reason and its time
-    come from our ledger annotation. An object of another shape raises ValueError (never a traceback).
-    """
-    items = node_list.get("items") if isinstance(node_list, dict) else node_list
-    if not isinstance(items, list):
-        raise ValueError("the node list has no items list")
-    fleet, records, objects = {}, {}, {}
-    for index, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
-            raise ValueError("node list item %d is not a Node object" % index)
-        name = item["metadata"].get("name")
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ValueError("node list item %d has no usable name: %r" % (index, name))
-        if not isinstance(item.get("spec", {}), (dict, type(None))) or not isinstance(
-                item["metadata"].get("annotations", {}), (dict, type(None))) or not isinstance(
-                (item.get("spec") or {}).get("taints", []), (list, type(None))):
-            raise ValueError("node %s has a spec or annotations of another shape" % name)
-        record = k8s_node_ledger(item)
-        ours = [t for t in _taints(item) if isinstance(t, dict) and t.get("key") == TAINT_KEY]
-        mine = bool(ours) or CORDON_ANNOTATION in _annotations(item)
-        last = ((record or {}).get("drains") or [{}])[-1]
-        if mine and last.get("reason") and not last.get("shadow"):
-            entry = {"partitions": [], "drained": True, "reason": last["reason"], "reason_time": last.get("at")}
-        elif mine:  # our taint or cordon without its record: what drained it, and how often, is unknown
-            entry = {"partitions": [], "drained": True, "record_missing": True, "reason_time": None,
-                     "reason": "%s %s" % (OURS, ours[0].get("value") if ours and isinstance(ours[0].get("value"), str)
-                                          else "cordoned")}
-        elif (item.get("spec") or {}).get("unschedulable"):
-            entry = {"partitions": [], "drained": True, "reason": "cordoned by someone else", "reason_time": None}
-        else:
-            entry = {"partitions": [], "drained": False, "reason": None, "reason_time": None}
-        fleet[name], objects[name] = entry, item
-        if record is not None:
-            records[name] = record
-    return fleet, records, objects
-
-
-def taint_value(check):
-    """A check name as a taint value (at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric)."""
-    value = _TAINT_VALUE.sub("-", str(check or "unknown"))[:63].strip("-._")
-    return value or "unknown"
-
-
-def _pointer(key):
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def k8s_json_patch(node_obj, decision, record, now):
-    """The RFC 6902 JSON patch that carries out a decision on a Node (None for none/held).
-
-    It touches only what is ours, so a taint or annotation another controller adds meanwhile
-    survives: a drain appends our taint (``/spec/taints/-``), a resume removes it by index after a
-    ``test`` that it is still ours at that index; a list that does not exist yet is created only
-    under a ``test`` of the node's resourceVersion. The ledger record rides in the same patch.
-    """
-    if decision["action"] not in ("drain", "resume"):
-        return None
-    metadata = (node_obj or {}).get("metadata") or {}
-    annotations = _annotations(node_obj)
-    taints = _taints(node_obj)
-    ops = []
-    if not isinstance(((node_obj or {}).get("metadata") or {}).get("annotations"), dict):
-        ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": metadata.get("resourceVersion")})
-        ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
-    # The Node keeps the real history only (what the decider alone needs stays in its own file).
-    kept = dict((key, [e for e in (record or {}).get(key) or [] if not e.get("shadow")]) for key in ("drains", "resumes"))
-    ledger_value = json.dumps(kept, sort_keys=True, separators=(",", ":"))
-    ops.append({"op": "add", "path": "/metadata/annotations/" + _pointer(LEDGER_ANNOTATION), "value": ledger_value})
-    if decision["action"] == "drain":
-        check = decision["findings"][0].split("|", 1)[0] if decision["findings"] else None
-        taint = {"key": TAINT_KEY, "value": taint_value(check), "effect": "NoSchedule"}
-        if any(isinstance(t, dict) and t.get("key") == TAINT_KEY for t in taints):
-            pass
-        elif isinstance(((node_obj or {}).get("spec") or {}).get("taints"), list):
-            ops.append({"op": "add", "path": "/spec/taints/-", "value": taint})
-        else:
-            if ops[0]["op"] != "test":
-                ops.insert(0, {"op": "test", "path": "/metadata/resourceVersion", "value": metadata.get("resourceVersion")})
-            ops.append({"op": "add", "path": "/spec/taints", "value": [taint]})
-        if not ((node_obj or {}).get("spec") or {}).get("unschedulable"):
-            ops.append({"op": "add", "path": "/spec/unschedulable", "value": True})
-            ops.append({"op": "add", "path": "/metadata/annotations/" + _pointer(CORDON_ANNOTATION), "value": str(int(now))})
-        return ops
-    for index in reversed(range(len(taints))):
-        if isinstance(taints[index], dict) and taints[index].get("key") == TAINT_KEY:
-            ops.append({"op": "test", "path": "/spec/taints/%d" % index, "value": taints[index]})
-            ops.append({"op": "remove", "path": "/spec/taints/%d" % index})
-    if CORDON_ANNOTATION in annotations:
-        ops.append({"op": "test", "path": "/metadata/annotations/" + _pointer(CORDON_ANNOTATION),
-                    "value": annotations[CORDON_ANNOTATION]})
-        ops.append({"op": "remove", "path": "/metadata/annotations/" + _pointer(CORDON_ANNOTATION)})
-        if ((node_obj or {}).get("spec") or {}).get("unschedulable"):
-            ops.append({"op": "replace", "path": "/spec/unschedulable", "value": False})
-    return ops

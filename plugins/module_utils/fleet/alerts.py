@@ -8,7 +8,7 @@ limit needs it), and into reports for the one remediation decider.
 Alertmanager cannot sign a Lark or DingTalk message, so a small relay (roles/fleet_monitoring/files/
 gpufabric_alert_relay.py) receives its notifications on loopback, queues these messages in an outbox
 before it answers (a notification it could not save is answered 500, and Alertmanager sends it again),
-and delivers them with the monitor's own formatting and signing (monitor.build_request). Standard library only.
+and delivers them with the monitor's own formatting and signing (chat.build_request). Standard library only.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,7 +18,8 @@ __metaclass__ = type
 import hashlib
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import hostlist, monitor, outbox, remediation
+from ansible_collections.gpufabric.rdma.plugins.module_utils import hostlist
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, messages, outbox, protocol, settings
 from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES, rank
 
 SOURCE = "gpufabric.rdma.alert_relay"
@@ -174,9 +175,9 @@ def group_bodies(payload, cluster, now, max_text=MAX_TEXT_BYTES):
             "target": "%d alert(s) on %d node(s)%s" % (
                 len(payload["alerts"]), len(everyone), " (part %d of %d)" % (number, len(parts)) if len(parts) > 1 else ""),
             "severity": severity, "detail": "%d firing, %d resolved" % (len(firing), len(resolved)),
-            "fix_hint": "; ".join(fix)[:500], "detected_at": starts[0] if starts else monitor.iso(now),
-            "last_seen_at": monitor.iso(now), "cleared_at": ends[-1] if payload["status"] == "resolved" and ends else None,
-            "queued_at": monitor.iso(now), "sent_at": None, "action": None, "lines": [line for line, named in part],
+            "fix_hint": "; ".join(fix)[:500], "detected_at": starts[0] if starts else messages.iso(now),
+            "last_seen_at": messages.iso(now), "cleared_at": ends[-1] if payload["status"] == "resolved" and ends else None,
+            "queued_at": messages.iso(now), "sent_at": None, "action": None, "lines": [line for line, named in part],
             "part": number, "parts": len(parts), "nodes": nodes,
         })
     return bodies
@@ -196,7 +197,7 @@ def decider_reports(payload):
         node = node_of(labels)
         if alert["status"] != "firing" or not node or not labels.get("check") or labels.get("severity") not in SEVERITIES:
             continue
-        if not remediation.plain_name(node):
+        if not protocol.plain_name(node):
             continue
         report = reports.setdefault(node, {
             "node": node, "findings": [], "complete": False, "source": "alert",
@@ -205,7 +206,7 @@ def decider_reports(payload):
                                    "target": labels.get("target") or node,
                                    "detail": alert["annotations"].get("summary") or labels.get("alertname") or "",
                                    "fix_hint": alert["annotations"].get("fix_hint") or ""})
-    return dict((node, remediation.check_report(report)) for node, report in reports.items())
+    return dict((node, protocol.check_report(report)) for node, report in reports.items())
 
 
 # --- the relay's configuration and state ---------------------------------------------------------
@@ -218,28 +219,28 @@ SEEN_SECONDS = 86400
 
 
 def check_relay_config(config):
-    """The relay's configuration with defaults, or monitor.ConfigError naming the bad entry (never a URL or secret)."""
+    """The relay's configuration with defaults, or settings.ConfigError naming the bad entry (never a URL or secret)."""
     if not isinstance(config, dict):
-        raise monitor.ConfigError("the configuration must be a JSON object")
+        raise settings.ConfigError("the configuration must be a JSON object")
     unknown = sorted(set(config) - set(RELAY_DEFAULTS))
     if unknown:
-        raise monitor.ConfigError("unknown configuration key(s): %s" % ", ".join(unknown))
+        raise settings.ConfigError("unknown configuration key(s): %s" % ", ".join(unknown))
     merged = dict(RELAY_DEFAULTS, **config)
     for name in ("cluster", "listen"):
         if not isinstance(merged[name], str) or not merged[name] or "\n" in merged[name] or " " in merged[name]:
-            raise monitor.ConfigError("%s must be a one-line string without spaces, got %r" % (name, merged[name]))
+            raise settings.ConfigError("%s must be a one-line string without spaces, got %r" % (name, merged[name]))
     for name, low, high in (("port", 0, 65535), ("max_per_minute", 1, 10000), ("max_text_bytes", 1000, 1000000)):
         value = merged[name]
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise monitor.ConfigError("%s must be a whole number from %d to %d, got %r" % (name, low, high, value))
+            raise settings.ConfigError("%s must be a whole number from %d to %d, got %r" % (name, low, high, value))
     for name in ("timeout", "deliver_deadline", "deliver_interval"):
         value = merged[name]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
-            raise monitor.ConfigError("%s must be a positive number of seconds (at most 3600), got %r" % (name, value))
-    monitor.check_webhooks(merged["webhooks"])
+            raise settings.ConfigError("%s must be a positive number of seconds (at most 3600), got %r" % (name, value))
+    chat.check_webhooks(merged["webhooks"])
     if not merged["webhooks"]:
-        raise monitor.ConfigError("webhooks must name at least one webhook: the relay has nothing to send to")
-    monitor.check_config({"state_dir": merged["state_dir"]})  # the same rules for a directory we own
+        raise settings.ConfigError("webhooks must name at least one webhook: the relay has nothing to send to")
+    settings.state_dir(merged["state_dir"])  # the same rules for a directory we own
     return merged
 
 
@@ -290,11 +291,11 @@ def alertmanager_config(webhook_names, relay_url, cluster="gpufabric", decider_u
     """
     for name, value in (("group_wait", group_wait), ("group_interval", group_interval), ("repeat_interval", repeat_interval)):
         if not isinstance(value, str) or not re.match(DURATION, value):
-            raise monitor.ConfigError("%s must be a duration such as 30s or 5m, got %r" % (name, value))
+            raise settings.ConfigError("%s must be a duration such as 30s or 5m, got %r" % (name, value))
     if not isinstance(relay_url, str) or not re.match(r"^https?://[^\s/]+(:[0-9]+)?/?$", relay_url):
-        raise monitor.ConfigError("relay_url must be the relay's http://host:port, got %r" % (relay_url,))
+        raise settings.ConfigError("relay_url must be the relay's http://host:port, got %r" % (relay_url,))
     if not webhook_names and not decider_url:
-        raise monitor.ConfigError("give at least one webhook, or a decider: Alertmanager would have nowhere to send")
+        raise settings.ConfigError("give at least one webhook, or a decider: Alertmanager would have nowhere to send")
     receivers = [{"name": "gpufabric-none"}]
     routes = []
     if webhook_names:
@@ -304,9 +305,9 @@ def alertmanager_config(webhook_names, relay_url, cluster="gpufabric", decider_u
         routes.append({"receiver": "gpufabric-chat", "matchers": ['source="gpufabric"'], "continue": bool(decider_url)})
     if decider_url:
         if not isinstance(decider_url, str) or not re.match(r"^https?://\S+$", decider_url):
-            raise monitor.ConfigError("decider_url must be the decider's http:// or https:// address, got %r" % (decider_url,))
+            raise settings.ConfigError("decider_url must be the decider's http:// or https:// address, got %r" % (decider_url,))
         if not isinstance(decider_token, str) or len(decider_token) < 16 or "\n" in decider_token:
-            raise monitor.ConfigError("decider_token must be a one-line secret of at least 16 characters")
+            raise settings.ConfigError("decider_token must be a one-line secret of at least 16 characters")
         receivers.append({"name": "gpufabric-decider", "webhook_configs": [{
             "url": decider_url.rstrip("/") + ALERTMANAGER_PATH, "send_resolved": False, "max_alerts": MAX_ALERTS,
             "http_config": {"authorization": {"type": "Bearer", "credentials": decider_token}}}]})

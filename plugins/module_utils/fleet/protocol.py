@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node-to-decider protocol, written once: what a node sends the decider and how the decider checks it.
+
+Two requests: the node asks for a nonce (``challenge_body``, signed), then sends its report with that nonce
+(``report_body``, signed): HMAC-SHA256 with the cluster's shared report secret, so a report cannot be forged or
+replayed. The body carries ``version``; a decider refuses a version it does not know, naming it (a body without
+one is version 1, what monitors before the field sent). ``check_report`` is the report's one shape.
+Pure: the health monitor, the remediate playbook's module and the decider import it, and nothing of either.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import hmac
+import json
+import re
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES
+from ansible_collections.gpufabric.rdma.plugins.module_utils.text import one_line
+
+VERSION = 1
+VERSIONS = (1,)
+USER_AGENT = "gpufabric.rdma.health_monitor"
+# Where a report comes from: the monitor's timer, Slurm's HealthCheckProgram and Prolog, an AWX run, an alert.
+SOURCES = ("timer", "healthcheck", "gate", "awx", "alert")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+
+
+def plain_name(name):
+    """Whether ``name`` is a plain node name (what Slurm and Kubernetes accept, nothing to smuggle)."""
+    return isinstance(name, str) and bool(_NAME.match(name))
+
+
+def report_signature(secret, body_bytes):
+    """A node's report to the decider: hex HMAC-SHA256 of the body (which carries the decider's nonce)."""
+    return "sha256=" + hmac.new(secret.encode("utf-8"), body_bytes, hashlib.sha256).hexdigest()
+
+
+REPORT_PATH = "/v1/report"
+CHALLENGE_PATH = "/v1/challenge"
+MAX_REPORT_BYTES = 4 * 1024 * 1024
+
+
+def report_body(node, result, source, nonce):
+    """What a node sends the decider: its findings, whether every source was read, and the decider's nonce."""
+    findings = [dict((k, f.get(k)) for k in ("check", "severity", "target", "detail", "fix_hint")) for f in result["findings"]]
+    report = {"node": node, "findings": findings, "complete": bool(result.get("complete")),
+              "unreadable": list(result.get("unreadable") or []), "source": source}
+    return json.dumps({"version": VERSION, "report": report, "nonce": nonce}, sort_keys=True).encode("utf-8")
+
+
+def report_headers(secret, body):
+    return {"Content-Type": "application/json", "User-Agent": USER_AGENT, "X-Gpufabric-Signature": report_signature(secret, body)}
+
+
+def challenge_body(node):
+    return json.dumps({"node": node}, sort_keys=True).encode("utf-8")
+
+
+def verify_challenge(secret, body, signature):
+    """The decider's side of a nonce request: the node's name from a signed body, or ValueError."""
+    if not isinstance(signature, str) or not hmac.compare_digest(report_signature(secret, body), signature):
+        raise ValueError("the challenge's signature does not match (wrong secret)")
+    try:
+        node = json.loads(body.decode("utf-8")).get("node")
+    except (ValueError, AttributeError):
+        raise ValueError("the challenge is not a JSON object with the node's name")
+    if not plain_name(node):
+        raise ValueError("the challenge names no plain node name")
+    return node
+
+
+def verify_report(secret, body, signature):
+    """The decider's side: (report, nonce) from a signed body, or ValueError saying why it is refused."""
+    if not isinstance(signature, str) or not hmac.compare_digest(report_signature(secret, body), signature):
+        raise ValueError("the report's signature does not match (wrong secret, or the body was changed)")
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except ValueError:
+        raise ValueError("the report is not JSON")
+    if not isinstance(data, dict) or not isinstance(data.get("nonce"), str):
+        raise ValueError("the report has no nonce")
+    version = data.get("version", 1)
+    if version not in VERSIONS:
+        raise ValueError("the report is of protocol version %r; this decider reads version %s: upgrade the decider "
+                         "(roles/remediator) before the nodes' monitors" % (version, ", ".join(str(v) for v in VERSIONS)))
+    return check_report(data.get("report")), data["nonce"]
+
+
+def check_report(report):
+    """A node's report as the decider accepts it, or ValueError naming what is wrong.
+
+    {node, findings: [{check, severity, target, ...}], complete: bool, unreadable: [text], source}
+    """
+    if not isinstance(report, dict):
+        raise ValueError("a report must be a JSON object, got %s" % type(report).__name__)
+    node = report.get("node")
+    if not isinstance(node, str) or not plain_name(node):
+        raise ValueError("report node must be a plain node name, got %r" % (node,))
+    findings = report.get("findings")
+    if not isinstance(findings, list) or len(findings) > 10000:
+        raise ValueError("report findings must be a list (at most 10,000), got %r" % (type(findings).__name__,))
+    clean_findings = []
+    for index, found in enumerate(findings):
+        if not isinstance(found, dict) or not all(isinstance(found.get(k), str) for k in ("check", "severity", "target")):
+            raise ValueError("report findings[%d] needs check, severity and target strings" % index)
+        if found["severity"] not in SEVERITIES:
+            raise ValueError("report findings[%d] severity must be one of %s, got %r" % (index, ", ".join(SEVERITIES), found["severity"]))
+        clean_findings.append(dict((k, one_line(found.get(k) or "", 500)) for k in ("check", "severity", "target", "detail", "fix_hint")))
+    unreadable = report.get("unreadable") or []
+    if not isinstance(unreadable, list) or not all(isinstance(u, str) for u in unreadable):
+        raise ValueError("report unreadable must be a list of texts")
+    complete = report.get("complete")
+    if not isinstance(complete, bool):
+        raise ValueError("report complete must be true or false, got %r" % (complete,))
+    source = report.get("source", "timer")
+    if source not in SOURCES:
+        raise ValueError("report source must be one of %s, got %r" % (", ".join(SOURCES), source))
+    return {"node": node, "findings": clean_findings, "complete": complete and not unreadable,
+            "unreadable": [one_line(u, 300) for u in unreadable[:20]], "source": source}

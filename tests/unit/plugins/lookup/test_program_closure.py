@@ -1,0 +1,62 @@
+"""What each installed program ships is computed from its imports (plugins/lookup/program_closure.py), and this
+test says what it must never contain: a node program does not ship the decider's planner, the decider and the
+relay do not ship the node's checks. Each program runs on its host with the standard library only."""
+
+import ast
+import os
+
+import pytest
+
+from ansible.errors import AnsibleLookupError
+from ansible_collections.gpufabric.rdma.plugins.lookup import program_closure
+from ansible_collections.gpufabric.rdma.plugins.lookup.program_closure import LookupModule, closure
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+MONITOR = "roles/health_monitor/files/gpufabric_health_monitor.py"
+DECIDER = "roles/remediator/files/gpufabric_remediator.py"
+RELAY = "roles/fleet_monitoring/files/gpufabric_alert_relay.py"
+NODE_CHECKS = {"node_checks", "health", "gpu", "rates", "rdma", "rdma_tools", "sysfs", "fleet/monitor"}
+PLANNER = {"fleet/remediation", "fleet/decider", "fleet/decider_settings", "fleet/slurm_nodes", "fleet/k8s_nodes",
+           "fleet/alerts"}
+
+
+@pytest.mark.parametrize("program, must, never", [
+    (MONITOR, {"fleet/monitor", "fleet/protocol", "node_checks", "fleet/delivery"}, PLANNER),
+    (DECIDER, {"fleet/decider", "fleet/remediation", "fleet/protocol", "fleet/slurm_nodes"}, NODE_CHECKS),
+    (RELAY, {"fleet/alerts", "fleet/delivery", "fleet/service"}, NODE_CHECKS | PLANNER - {"fleet/alerts"}),
+])
+def test_each_program_ships_its_closure_and_not_the_others_code(program, must, never):
+    shipped = set(closure(program))
+    assert must <= shipped
+    assert not shipped & never, "%s ships %s" % (program, sorted(shipped & never))
+
+
+@pytest.mark.parametrize("program", [MONITOR, DECIDER, RELAY])
+def test_what_a_program_ships_imports_no_ansible(program):
+    for name in [program] + ["plugins/module_utils/%s.py" % n for n in closure(program)]:
+        tree = ast.parse(open(os.path.join(ROOT, name)).read())
+        for node in ast.walk(tree):
+            modules = [getattr(node, "module", None) or ""] + [a.name for a in getattr(node, "names", [])] \
+                if isinstance(node, (ast.Import, ast.ImportFrom)) else []
+            assert not any(m == "ansible" or m.startswith("ansible.") for m in modules), name
+
+
+def test_the_closure_follows_every_kind_of_import_and_fails_on_a_missing_one(tmp_path, monkeypatch):
+    # A module imported by package path, by module path and by name from a subpackage are all found.
+    assert {"text", "fleet/messages", "fleet/settings", "ownership"} <= set(closure("plugins/module_utils/fleet/chat.py"))
+    fake = tmp_path / "plugins" / "module_utils"
+    fake.mkdir(parents=True)
+    (tmp_path / "prog.py").write_text("from ansible_collections.gpufabric.rdma.plugins.module_utils import gone\n")
+    monkeypatch.setattr(program_closure, "ROOT", str(tmp_path))
+    with pytest.raises(AnsibleLookupError, match="prog.py imports module_utils gone, which does not exist"):
+        closure("prog.py")
+    (tmp_path / "bad.py").write_text("def (:\n")
+    with pytest.raises(AnsibleLookupError, match="cannot read bad.py"):
+        closure("bad.py")
+
+
+def test_the_lookup_takes_only_a_path_inside_the_collection():
+    assert LookupModule().run([RELAY]) == closure(RELAY)
+    for bad in ("/etc/passwd", "../x.py", None):
+        with pytest.raises(AnsibleLookupError, match="relative to the collection"):
+            LookupModule().run([bad])
