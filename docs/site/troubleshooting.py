@@ -23,8 +23,8 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES as SEVERITY_ORDER  # noqa: E402
-from ansible_collections.gpufabric.rdma.plugins.module_utils.health import XID_CATALOG  # noqa: E402  (needs `make collection`)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES as SEVERITY_ORDER  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.health import XID_CATALOG  # noqa: E402  (needs `make collection`)
 
 EXPLANATIONS = os.path.join(ROOT, "docs", "site", "troubleshooting.yml")
 PAGE = os.path.join(ROOT, "docs", "troubleshooting.md")
@@ -52,7 +52,7 @@ def _text(node):
 def findings():
     """check id -> {severities, sources, hints}"""
     found = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, "plugins", "module_utils", "*.py"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "plugins", "module_utils", "**", "*.py"), recursive=True)):
         with open(path, encoding="utf-8") as handle:
             tree = ast.parse(handle.read())
         for node in ast.walk(tree):

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    # The option of every module that runs external commands (module_utils/commands.py).
+    # The option of every module that runs external commands (module_utils/node/commands.py).
     DOCUMENTATION = r"""
 options:
   command_timeout:

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    # The option of every module that reads /sys/class/infiniband (module_utils/sysfs.py checked_root).
+    # The option of every module that reads /sys/class/infiniband (module_utils/node/sysfs.py checked_root).
     DOCUMENTATION = r"""
 options:
   sysfs_root:

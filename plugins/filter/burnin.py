@@ -2,7 +2,7 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the burn-in: the pairwise strategy's rounds, ranking and report, and the search strategy's
-steps (thin wrappers over module_utils/burnin.py and module_utils/burnin_search.py)."""
+steps (thin wrappers over module_utils/judge/burnin.py and module_utils/plan/burnin_search.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,9 +11,10 @@ __metaclass__ = type
 import copy
 
 # Aliased: this file's burnin_search filter would otherwise share the planner module's name.
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin_search as search_planner
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search as search_planner
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, nccl_tests, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 

@@ -7,7 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, readiness, report
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import report
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import TEXT, Mapping, expect, filters
 
 

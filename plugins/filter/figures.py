@@ -2,7 +2,7 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The figures of a validation run as node_exporter textfile metrics (a thin wrapper over
-module_utils/figures.py)."""
+module_utils/render/figures.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import figures
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import figures
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     expect_list_of_mappings, fail, filters, kind_of, number_or_none)
 

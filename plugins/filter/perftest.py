@@ -2,13 +2,14 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that pair hosts for perftest and judge and summarize its runs (thin wrappers over
-module_utils/validation.py)."""
+module_utils/judge/validation.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 

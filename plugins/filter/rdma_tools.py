@@ -2,13 +2,13 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the RDMA/NVLink tools operators run by hand and NCCL_DEBUG=INFO logs (thin wrappers
-over module_utils/rdma_tools.py and module_utils/nccl_debug.py)."""
+over module_utils/parse/rdma_tools.py and module_utils/parse/nccl_debug.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug, rdma_tools
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 

@@ -2,13 +2,13 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters for Slurm: hostlists, the slurm_jobs role's jobs checked, turned into nccl-tests runs and
-reported (thin wrappers over module_utils/slurm.py)."""
+reported (thin wrappers over module_utils/parse/slurm.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import TEXT, expect, expect_list_of_mappings, filters
 
 

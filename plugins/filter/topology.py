@@ -3,13 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters for the fabric topology: ibnetdiscover, LLDP and nvidia-smi's Fabric section read, the
 host -> leaf map, Slurm's topology.conf, rails for NCCL and the cabling check (thin wrappers over
-module_utils/topology.py)."""
+module_utils/plan/topology.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import TEXT, Mapping, Sequence, expect, fail, filters
 
 

@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The nccl_tune role's decisions (module_utils/tuning.py) as filters."""
+"""The nccl_tune role's decisions (module_utils/plan/tuning.py) as filters."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import chart, ddp, tuning
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import ddp
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import chart
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters, number_or_none
 
 

@@ -164,7 +164,9 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, sysfs, topology as fabric_topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, files, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology as fabric_topology
 
 DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 

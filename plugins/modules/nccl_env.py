@@ -146,8 +146,9 @@ import os
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_text, write_atomic
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nccl
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.files import read_text, write_atomic
 
 
 def _check_destination(module, name, path):

@@ -180,7 +180,7 @@ observed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, node_checks
 
 
 def main():

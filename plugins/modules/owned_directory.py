@@ -77,7 +77,8 @@ import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import ownership, statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import ownership
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import statefile
 
 
 def _mode(module, text):

@@ -129,7 +129,8 @@ verbs:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, rdma, rdma_tools, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma, rdma_tools
 
 
 def main():

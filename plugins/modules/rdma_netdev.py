@@ -180,8 +180,10 @@ boot_steps:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, netconf, netdev_host, netdev_plan, text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.files import write_atomic
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, netdev_host
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf, netdev_plan
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.files import write_atomic
 
 
 def _apply(module, runner, step):

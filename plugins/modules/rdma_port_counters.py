@@ -57,7 +57,8 @@ counters:
 
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, rdma_tools, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma_tools
 
 
 def read_counters(module, runner, sysfs_root):

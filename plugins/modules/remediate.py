@@ -98,7 +98,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import ownership, statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import ownership
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider, decider_settings, delivery, protocol, remediation
 
 

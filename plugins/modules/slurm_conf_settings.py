@@ -168,7 +168,9 @@ import os
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, slurm, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
 
 # The Slurm programs asked for their release, in this order.
 VERSION_TOOLS = ("slurmctld", "slurmd", "scontrol")

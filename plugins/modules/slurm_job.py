@@ -193,7 +193,9 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, slurm, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
 
 # time.sleep() and the clock arithmetic stay far inside what the platform's time_t holds.
 MAX_TIMEOUT = 365 * 24 * 3600

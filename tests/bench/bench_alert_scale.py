@@ -28,7 +28,7 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import alerts
 
 SECRET = "SECbench-dingtalk-secret-0001"

@@ -19,7 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm, topology  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology  # noqa: E402
 
 PER_LEAF = 32
 SPINES = 8

@@ -27,7 +27,8 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, burnin_search  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search  # noqa: E402
 
 PAIRWISE_SIMULATED_UP_TO = 128  # burnin.rank() compares every link with its hosts' others: O(pairs^2)
 DEFAULTS = {"hosts": 64, "slow": 1, "bad_links": 0, "bad_uplinks": 0, "noise": 0.03, "noise_model": "gauss",

@@ -18,8 +18,8 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
-HOST = {"commands", "files", "sysfs", "node_checks", "netdev_host", "webhook", "statefile", "fleet/delivery", "fleet/decider",
-        "fleet/service"}
+HOST = {"node/commands", "node/files", "node/sysfs", "node/node_checks", "node/netdev_host", "node/webhook", "node/statefile",
+        "fleet/delivery", "fleet/decider", "fleet/service"}
 FORBIDDEN = {"os", "subprocess", "socket", "time", "tempfile", "glob", "shutil", "select", "signal", "pwd",
              "urllib.request", "urllib2", "http", "http.client", "requests", "random", "multiprocessing", "threading"}
 # Names as paths under module_utils without .py: "text", "fleet/decider".
@@ -56,7 +56,8 @@ def _problems(name):
 
 def test_every_host_module_exists_and_the_parsers_are_pure():
     assert HOST <= set(NAMES)
-    assert {"nccl_tests", "rdma", "health", "fleet/monitor", "netconf", "netdev_plan", "gpu", "text"} <= set(PURE)
+    assert {"parse/nccl_tests", "parse/rdma", "judge/health", "fleet/monitor", "plan/netconf", "plan/netdev_plan", "parse/gpu",
+            "common/text"} <= set(PURE)
 
 
 @pytest.mark.parametrize("name", PURE)
@@ -65,4 +66,4 @@ def test_a_pure_core_reaches_nothing_outside(name):
 
 
 def test_the_check_can_fail():
-    assert _problems("commands") and _problems("sysfs") and _problems("fleet/decider")
+    assert _problems("node/commands") and _problems("node/sysfs") and _problems("fleet/decider")

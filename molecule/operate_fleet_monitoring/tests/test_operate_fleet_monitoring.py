@@ -22,7 +22,7 @@ NODES = ["gpufabric-fm-node1", "gpufabric-fm-node2"]
 SCENARIO = os.environ.get("MOLECULE_SCENARIO_DIRECTORY", os.path.dirname(os.path.dirname(__file__)))
 ROOT = os.path.abspath(os.path.join(SCENARIO, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm  # noqa: E402
 
 with open(os.path.join(SCENARIO, "vars", "fleet.yml")) as handle:
     SETTINGS = yaml.safe_load(handle)

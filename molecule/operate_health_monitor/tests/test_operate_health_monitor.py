@@ -70,7 +70,8 @@ def test_installed(host):
     assert host.file("/var/lib/gpufabric-health-monitor").mode == 0o700
     assert host.file("/var/lib/gpufabric-health-monitor/.gpufabric-owner").content_string == "health_monitor\n"
     code = "/usr/local/lib/gpufabric-health-monitor/ansible_collections/gpufabric/rdma/plugins/module_utils"
-    assert host.file(code + "/monitor.py").exists and host.file(code + "/node_checks.py").exists
+    assert host.file(code + "/fleet/monitor.py").exists and host.file(code + "/node/node_checks.py").exists
+    assert not host.file(code + "/fleet/remediation.py").exists   # the decider's planner is not the node's code
     _assert_no_secret(host.run("systemctl cat %s.service %s.timer" % (UNIT, UNIT)).stdout)
     assert _new() == []  # installing sent nothing
 

@@ -18,9 +18,9 @@ __metaclass__ = type
 import hashlib
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import hostlist
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import hostlist
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, messages, outbox, protocol, settings
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES, rank
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES, rank
 
 SOURCE = "gpufabric.rdma.alert_relay"
 # A notification holds at most this many alerts (the webhook receivers' max_alerts, what the relay and the decider

@@ -20,7 +20,7 @@ try:
 except ImportError:  # pragma: no cover - Python 2
     from urllib import quote_plus
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.messages import SOURCE, text_message
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.settings import ConfigError
 

@@ -27,7 +27,7 @@ import json
 import os
 import socket
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import k8s_nodes, messages, outbox, remediation, slurm_nodes
 
 

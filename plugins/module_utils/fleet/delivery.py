@@ -21,7 +21,7 @@ __metaclass__ = type
 import threading
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import statefile, webhook
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import statefile, webhook
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, messages, outbox
 
 

@@ -26,9 +26,10 @@ __metaclass__ = type
 import copy
 import hashlib
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import health, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, outbox, protocol, settings
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITY_RANK, rank
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITY_RANK, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.messages import payload
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.settings import ConfigError
 

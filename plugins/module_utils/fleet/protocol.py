@@ -19,8 +19,8 @@ import hmac
 import json
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES
-from ansible_collections.gpufabric.rdma.plugins.module_utils.text import one_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
 
 VERSION = 1
 VERSIONS = (1,)

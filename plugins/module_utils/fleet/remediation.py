@@ -40,8 +40,8 @@ import json
 import math
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES
-from ansible_collections.gpufabric.rdma.plugins.module_utils.text import one_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
 
 ACTIONS = ("notify", "drain", "none")
 MODES = ("shadow", "enforce")

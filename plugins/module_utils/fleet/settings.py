@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import ownership, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import ownership, text
 
 
 class ConfigError(ValueError):

@@ -13,7 +13,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.protocol import plain_name
-from ansible_collections.gpufabric.rdma.plugins.module_utils.text import clean, one_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import clean, one_line
 
 # Times are read with SLURM_TIME_FORMAT=%s (epoch seconds: no time zone can shift them); the
 # ISO form of a default installation is read too.

@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import statefile  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import statefile  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import alerts, delivery, service  # noqa: E402
 
 if sys.version_info < (3,):  # pragma: no cover - Python 2

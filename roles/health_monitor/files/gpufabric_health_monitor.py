@@ -32,7 +32,8 @@ import time
 # The role puts module_utils under <this directory>/ansible_collections/gpufabric/rdma/plugins/module_utils.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import metrics, node_checks, statefile, webhook  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks, statefile, webhook  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, delivery, messages, monitor, outbox, protocol  # noqa: E402
 
 

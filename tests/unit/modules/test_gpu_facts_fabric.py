@@ -4,7 +4,7 @@ real 8x H200 capture (Completed/Success with an all-zero ClusterUUID) gives none
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology
 from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts
 from moduletest import run_module, stub_bin, stub_path
 

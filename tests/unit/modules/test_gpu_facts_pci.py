@@ -6,7 +6,7 @@ NIC and one H100), with no driver bound, and the 8x H200 capture's own PCI addre
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import readiness
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
 from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts
 from moduletest import run_module, stub_bin, stub_path
 
@@ -92,7 +92,8 @@ def test_every_gpu_answering_is_no_finding_and_a_ninth_on_the_bus_is(tmp_path, m
 
 
 def test_other_pci_functions_are_not_gpus(tmp_path):
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, sysfs
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
     assert [g["address"] for g in sysfs.read_pci_gpus(str(_captured_tree(tmp_path)))] == ["0000:00:06.0"]
     assert gpu.is_nvidia_gpu("0x10de", "0x030000") and gpu.is_nvidia_gpu("0x10DE\n", "0x030200")
     # an NVIDIA audio function, a Mellanox NIC, an NVSwitch bridge (0x0680) are not GPUs

@@ -121,7 +121,7 @@ def test_node_health_with_a_hung_kernel_log_reader(sick):
 def test_a_hung_kernel_log_reader_or_ethtool_makes_the_check_incomplete(sick):
     """What the remediation decider reads: a source that failed or hung is named, and the check is not complete."""
     import shutil
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, node_checks
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, node_checks
     sick.set("journalctl", "hang")
     sick.set("dmesg", "fail:1:dmesg: read kernel buffer failed: Operation not permitted")
     args = {"command_timeout": 2, "sysfs_root": str(sick.root / "nosys"), "procfs_root": sick.proc,

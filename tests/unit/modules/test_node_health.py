@@ -140,7 +140,7 @@ def test_the_awx_path_and_the_monitor_name_a_node_alike(node):
                                    "checks": checks, "webhooks": []})
     os.environ["NVIDIA_SMI_CAPTURE"] = str(node / "capture")
     try:
-        from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks
+        from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks
         found = node_checks.check_node(config["checks"], host=program.node_name(config))["findings"]
     finally:
         del os.environ["NVIDIA_SMI_CAPTURE"]

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands
 from ansible_collections.gpufabric.rdma.plugins.modules import slurm_conf_settings
 from moduletest import run_module
 

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma
 
 HERE = os.path.dirname(__file__)
 

@@ -90,6 +90,7 @@ def test_wait_returns_when_the_server_ends_and_gives_up_after_its_limit(tmp_path
     finally:
         server.kill()
         server.wait()
+    pidfile = str(tmp_path / "slow.pid")   # a new file: the first server's would be read before this one writes its own
     slow = subprocess.Popen(["sh", SCRIPT, "start", pidfile, "60", "sleep", "30"])
     try:
         _wait_for(pidfile)

@@ -44,7 +44,7 @@ def test_check_diff_names_each_file_with_size_and_checksum_and_shows_no_source(t
         data = handle.read()
     assert "roles/health_monitor/files/gpufabric_health_monitor.py | %d | %s" % (
         len(data), hashlib.sha256(data).hexdigest()) in out
-    assert "plugins/module_utils/text.py | " in out and "plugins/module_utils/numbers.py | " in out
+    assert "plugins/module_utils/common/text.py | " in out and "plugins/module_utils/common/numbers.py | " in out
     assert "would install or replace in %s" % (tmp_path / "lib") in out
     assert "def main" not in out and "import " not in out
     assert len(out.splitlines()) < 200   # a line or two per file (23 files), never their source
@@ -60,7 +60,7 @@ def test_it_installs_the_programs_import_closure_and_removes_code_it_no_longer_i
     (tmp_path / "lib" / "site-notes.txt").write_text("an admin's file\n")
     out = _play(tmp_path)
     assert (tree / "fleet" / "monitor.py").is_file() and (tree / "fleet" / "protocol.py").is_file()
-    assert (tree / "node_checks.py").is_file() and not (tree / "fleet" / "remediation.py").exists()
+    assert (tree / "node" / "node_checks.py").is_file() and not (tree / "fleet" / "remediation.py").exists()
     assert not (tree / "monitor.py").exists() and (tmp_path / "lib" / "site-notes.txt").exists()
     assert "changed=0" not in out
     again = _play(tmp_path, suffix="/")   # the same directory, spelled with a trailing slash: nothing is stale

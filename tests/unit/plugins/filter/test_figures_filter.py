@@ -13,7 +13,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rdma.plugins.filter.figures import FilterModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import figures
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import figures
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 F = FilterModule().filters()["figures_metrics"]

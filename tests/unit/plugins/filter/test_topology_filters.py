@@ -7,7 +7,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rdma.plugins.filter.topology import FilterModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
 
 F = FilterModule().filters()
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")

@@ -15,13 +15,14 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 MONITOR = "roles/health_monitor/files/gpufabric_health_monitor.py"
 DECIDER = "roles/remediator/files/gpufabric_remediator.py"
 RELAY = "roles/fleet_monitoring/files/gpufabric_alert_relay.py"
-NODE_CHECKS = {"node_checks", "health", "gpu", "rates", "rdma", "rdma_tools", "sysfs", "fleet/monitor"}
+NODE_CHECKS = {"node/node_checks", "judge/health", "parse/gpu", "judge/rates", "parse/rdma", "parse/rdma_tools", "node/sysfs",
+               "fleet/monitor"}
 PLANNER = {"fleet/remediation", "fleet/decider", "fleet/decider_settings", "fleet/slurm_nodes", "fleet/k8s_nodes",
            "fleet/alerts"}
 
 
 @pytest.mark.parametrize("program, must, never", [
-    (MONITOR, {"fleet/monitor", "fleet/protocol", "node_checks", "fleet/delivery"}, PLANNER),
+    (MONITOR, {"fleet/monitor", "fleet/protocol", "node/node_checks", "fleet/delivery"}, PLANNER),
     (DECIDER, {"fleet/decider", "fleet/remediation", "fleet/protocol", "fleet/slurm_nodes"}, NODE_CHECKS),
     (RELAY, {"fleet/alerts", "fleet/delivery", "fleet/service"}, NODE_CHECKS | PLANNER - {"fleet/alerts"}),
 ])
@@ -43,7 +44,7 @@ def test_what_a_program_ships_imports_no_ansible(program):
 
 def test_the_closure_follows_every_kind_of_import_and_fails_on_a_missing_one(tmp_path, monkeypatch):
     # A module imported by package path, by module path and by name from a subpackage are all found.
-    assert {"text", "fleet/messages", "fleet/settings", "ownership"} <= set(closure("plugins/module_utils/fleet/chat.py"))
+    assert {"common/text", "fleet/messages", "fleet/settings", "common/ownership"} <= set(closure("plugins/module_utils/fleet/chat.py"))
     fake = tmp_path / "plugins" / "module_utils"
     fake.mkdir(parents=True)
     (tmp_path / "prog.py").write_text("from ansible_collections.gpufabric.rdma.plugins.module_utils import gone\n")

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import alerts, messages, settings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))

@@ -1,5 +1,5 @@
 """baselines.py: reference figures and how a measured number compares with them."""
-from ansible_collections.gpufabric.rdma.plugins.module_utils import baselines
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines
 
 GIB = 1 << 30
 

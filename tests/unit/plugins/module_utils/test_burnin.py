@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin
 
 
 @pytest.mark.parametrize("count", range(2, 65))

@@ -6,7 +6,9 @@ prepared Molecule image (tests/unit/fixtures/README.md)."""
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, burnin_search, nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search
 
 LAUNCH = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl_tests", "launch")
 CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl_tests", "all_reduce_g8_h200x8.txt")
@@ -74,7 +76,8 @@ def test_the_search_stops_at_a_group_that_could_not_start_and_blames_nobody():
 
 
 def test_validation_and_tuning_say_not_run_with_the_launchers_message():
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import tuning, validation
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
     run = _missing()
     registered = {"results": [{"item": {"name": "all_reduce_perf", "label": "mpirun across the lab"}, "rc": 132,
                                "stdout": run["output"], "stderr": run["stderr"], "cmd": ["mpirun", "-np", "2"]}]}

@@ -4,7 +4,8 @@ import xml.dom.minidom
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 
 LARGEST_BUSBW = 364.98  # all_reduce_g8_h200x8.txt: out-of-place busbw at 4294967296 bytes
 

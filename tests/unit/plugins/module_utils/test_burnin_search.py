@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin_search as s
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search as s
 
 HOSTS = ["n%02d" % i for i in range(16)]
 

@@ -2,8 +2,9 @@
 print the real 8x H200 all_reduce capture (40 % slower with n4 in the group), judged by burnin.search_runs."""
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin, nccl_tests
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin_search as s
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search as s
 
 HOSTS = ["n%d" % i for i in range(1, 7)]
 REFERENCE = 364.98  # all_reduce_g8_h200x8.txt: out-of-place busbw at 4294967296 bytes

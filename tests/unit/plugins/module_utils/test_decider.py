@@ -153,7 +153,7 @@ def test_escalation_keeps_a_flapping_node_out(cluster):
 
 
 def test_reports_without_the_secret_or_replayed_are_refused(cluster):
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import webhook
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.node import webhook
     c = cluster(["n01", "n02"])
     c.fault("n01")
     assert webhook.send(c.url + "/v1/challenge", b"{}", {}).status == 401  # no nonce without the secret
@@ -176,7 +176,7 @@ def test_reports_without_the_secret_or_replayed_are_refused(cluster):
 
 
 def test_a_batch_that_fails_is_answered_and_the_decider_lives_on(cluster, monkeypatch):
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import webhook
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.node import webhook
     from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation
     c = cluster(["n01", "n02"])
     real, calls = remediation.plan, []

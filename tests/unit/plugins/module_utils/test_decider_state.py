@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider
 
 

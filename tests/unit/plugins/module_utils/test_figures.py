@@ -10,8 +10,10 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import (
-    baselines, burnin, ddp, figures, nccl_tests, perftest, tuning, validation)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines, burnin, ddp, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests, perftest
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import figures
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 PROMTOOL = os.path.join(ROOT, "build", "tools", "bin", "promtool")

@@ -6,7 +6,9 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import findings, health, node_checks, readiness
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import findings
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health, readiness
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor, remediation
 
 
@@ -31,7 +33,8 @@ def test_counts_and_order():
 
 
 def test_node_side_code_does_not_pull_in_the_renderers():
-    code = ("import sys; from ansible_collections.gpufabric.rdma.plugins.module_utils import findings, node_checks; "
+    code = ("import sys; from ansible_collections.gpufabric.rdma.plugins.module_utils.common import findings; "
+            "from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks; "
             "import json; print(json.dumps(sorted(m.rsplit('.', 1)[1] for m in sys.modules "
             "if m.startswith('ansible_collections.gpufabric.rdma.plugins.module_utils.'))))")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
 
 
 def test_h200_nvidia_smi_xml(read_fixture):

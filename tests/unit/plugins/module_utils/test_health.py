@@ -1,6 +1,8 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, gpu, health, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, rdma
 
 
 def test_xids_from_a_production_node(read_fixture):

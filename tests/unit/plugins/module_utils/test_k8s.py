@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import k8s
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s
 
 NCCL_TYPE1 = {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "mlx5", "NCCL_DEBUG": "INFO"}
 NCCL_TYPE2 = {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "", "NCCL_DEBUG": "INFO"}
@@ -151,7 +151,7 @@ def test_workload_refuses_bad_input(kind, options, message):
 
 
 def test_node_labels_from_an_erdma_node(read_fixture):
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma
     devices = rdma.parse_ibv_devinfo(read_fixture("ibv_devinfo", "erdma_seed002.txt"))
     labels = k8s.node_labels({"rdma_devices": devices, "gpu": {"count": 8}})
     assert labels["aliyun.accelerator/erdma"] == "true"

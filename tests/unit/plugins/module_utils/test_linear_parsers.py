@@ -88,7 +88,10 @@ SHAPES = {
 RUNNER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, health, k8s, nccl, nccl_tests, netconf, numbers, perftest, rdma, slurm, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import numbers, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, perftest, rdma, slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s, nccl, netconf
 call, context, shapes = json.loads(sys.stdin.read())
 N = 100000
 times = {}

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import metrics, node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor, settings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))

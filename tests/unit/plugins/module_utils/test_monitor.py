@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import statefile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, messages, monitor, outbox, settings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -555,7 +555,7 @@ def test_a_damaged_state_is_set_aside_once_and_the_run_goes_on(node, receiver, d
 
 
 def test_check_options_are_validated_like_the_module():
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import node_checks
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks
     assert node_checks.options({"expected_gpu_count": 8})["nccl_conf"] == "/etc/nccl.conf"
     for given, message in (({"counter_interval": 601}, "counter_interval is at most 600 seconds, got 601"),
                            ({"expected_mtu": "9000"}, "expected_mtu must be a whole number, got '9000'"),

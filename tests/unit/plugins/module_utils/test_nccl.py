@@ -1,6 +1,7 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, nccl
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nccl
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
@@ -361,7 +361,7 @@ def test_odd_lines_give_a_result_not_a_traceback(junk):
 RUNNER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
 shapes = json.loads(sys.stdin.read())
 for name, text in shapes.items():
     started = time.time()

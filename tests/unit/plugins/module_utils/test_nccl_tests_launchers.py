@@ -3,7 +3,7 @@
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 
 
 def parse(read_fixture, name):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import netconf
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf
 
 
 @pytest.mark.parametrize("value, mtu", [(9000, 9000), ("9000", 9000), (" 4200 ", 4200), (1280, 1280), (9978, 9978)])

@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import netdev_plan
-from ansible_collections.gpufabric.rdma.plugins.module_utils.netdev_plan import Plan, PlanError
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netdev_plan
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan.netdev_plan import Plan, PlanError
 
 ROOTS = {"sys": "/s", "proc": "/p", "etc": "/e"}
 HOST = {
@@ -242,7 +242,7 @@ def test_netplan_and_its_own_renderings_are_one_claim():
 
 
 def test_netplan_mentions_reads_the_interface_key():
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import netconf
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf
     text = "network:\n  version: 2\n  ethernets:\n    ens1f0np0:\n      dhcp4: true\n    eth0:  # uplink\n      dhcp4: true\n"
     assert netconf.netplan_mentions(text, "ens1f0np0") and netconf.netplan_mentions(text, "eth0")
     assert not netconf.netplan_mentions(text, "ens1f0") and not netconf.netplan_mentions("", "eth0")

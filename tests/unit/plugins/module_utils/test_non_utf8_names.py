@@ -6,7 +6,7 @@ import importlib.util
 import json
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))

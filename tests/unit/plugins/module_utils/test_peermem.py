@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
 
 H200 = {"present": True, "driver_version": "570.133.20", "peermem": {"loaded": False, "module": None}}
 OLD = {"present": True, "driver_version": "460.106.00", "peermem": {"loaded": False, "module": None}}

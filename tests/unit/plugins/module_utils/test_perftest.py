@@ -1,6 +1,7 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import perftest, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import perftest
 
 
 def test_write_bw_gbits_post_list(read_fixture):

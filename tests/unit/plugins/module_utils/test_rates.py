@@ -8,7 +8,8 @@ kernel ABI (Documentation/ABI/stable/sysfs-class-infiniband); the thresholds are
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import rates, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import rates
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
 
 
 def series(values, step=60, key="mlx5_0/1|symbol_error", start=1000):
@@ -208,7 +209,7 @@ def test_the_grey_counters_are_read_from_sysfs(tmp_path):
 
 def test_sysfs_counters_that_are_no_numbers_are_left_out(tmp_path):
     """A counter that reads '²' (isdigit() is true for it) or 5,000 digits is no reading, never a traceback."""
-    from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
     counters = tmp_path / "class" / "infiniband" / "mlx5_0" / "ports" / "1" / "counters"
     counters.mkdir(parents=True)
     (counters / "symbol_error").write_text("\u00b2\n")

@@ -3,7 +3,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma
 
 
 def _by_name(devices):

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma_tools as rt
-from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma_tools as rt
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
@@ -451,7 +451,7 @@ def test_an_output_cut_anywhere_parses_or_says_why(tool, name):
 RUNNER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.gpufabric.rdma.plugins.module_utils import rdma_tools as rt
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma_tools as rt
 shapes = json.loads(sys.stdin.read())
 for name, text in shapes.items():
     for parse in (rt.parse_ibstat, rt.parse_ibstatus, rt.parse_ibdev2netdev, rt.parse_show_gids, rt.parse_rdma_link,

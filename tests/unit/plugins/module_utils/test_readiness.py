@@ -2,7 +2,11 @@ import copy
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import sysfs, gpu, nccl, readiness, report, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nccl
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import report
 
 
 @pytest.fixture

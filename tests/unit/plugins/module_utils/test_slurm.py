@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
 
 
 def summary(read_fixture, name):

@@ -1,7 +1,7 @@
 """slurm.job_errors (moved down from the slurm_job_errors filter): every field of every job that cannot go into
 an sbatch script, named, in order; jobs shaped as the slurm_jobs role hands them over (slurm_jobs_list with
 the role's defaults filled in)."""
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
 
 GOOD = {"name": "nccl-all-reduce", "template": "nccl_tests", "nodes": 2, "gpus_per_node": 8, "ntasks_per_node": "",
         "partition": "", "time_limit": "01:00:00", "nccl_tests_binary": "/opt/nccl-tests/build/all_reduce_perf",

@@ -7,7 +7,10 @@ import os
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, health, nccl_tests, netconf, perftest, rdma, slurm, text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, perftest, rdma, slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 

@@ -1,4 +1,4 @@
-"""module_utils/topology.py against real captures: the X5 cluster's ibnetdiscover (PSMN, 2020), lldpcli from
+"""module_utils/plan/topology.py against real captures: the X5 cluster's ibnetdiscover (PSMN, 2020), lldpcli from
 a Cumulus switch and from our own lldpd 1.0.16 lab, nvidia-smi -q from an H100 and the project's H200s, GB200
 Fabric excerpts posted in public issues, and nvidia-smi topo -m of an 8-GPU, 12-NIC node (fixture sources:
 /tmp/helper-topology-fixtures.md, to go into tests/unit/fixtures/README.md)."""
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm
-from ansible_collections.gpufabric.rdma.plugins.module_utils import topology as T
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology as T
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
@@ -579,7 +579,7 @@ CALLS = {
 def test_no_parser_backtracks_on_a_long_line(call):
     """Each parser gets 100,000-character lines of the shapes that make overlapping repetitions quadratic,
     in its own process with a 20 s limit: linear code needs well under a second."""
-    code = "\n".join(["from ansible_collections.gpufabric.rdma.plugins.module_utils import topology as T",
+    code = "\n".join(["from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology as T",
                       "N = %d" % N,
                       "for t in %r.values():" % SHAPES,
                       "    try:",

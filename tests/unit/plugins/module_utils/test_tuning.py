@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import tuning
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
 
 MIB = 1 << 20
 

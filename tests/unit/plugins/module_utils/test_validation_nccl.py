@@ -6,7 +6,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rdma.plugins.filter.nccl_tests import nccl_tests_judge
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
 
 ROCE_HCA = "mlx5_0,mlx5_1,mlx5_2,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_11"   # what the slurmv4 log's run set
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 PLATFORM = {"gpu": "NVIDIA H200", "gpus_by_mode": {"mpirun": "2"}, "interconnect_by_mode": {"mpirun": "nvlink"}}

@@ -19,7 +19,7 @@ from urllib.request import Request, build_opener
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import webhook
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import webhook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 RECEIVER = os.path.join(ROOT, "tests", "lab", "webhook-receiver", "receiver.py")

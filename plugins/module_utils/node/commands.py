@@ -18,7 +18,7 @@ import signal
 import subprocess
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import (
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import (
     DEFAULT_COMMAND_TIMEOUT as DEFAULT_TIMEOUT, check_seconds)
 
 # Where system tools live even when a service's PATH leaves them out (AnsibleModule.get_bin_path does the same).

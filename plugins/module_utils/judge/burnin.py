@@ -10,9 +10,10 @@ __metaclass__ = type
 
 from collections.abc import Mapping
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import chart, nccl_tests
-from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
-from ansible_collections.gpufabric.rdma.plugins.module_utils.text import check_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import chart
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 
 
 def rounds(hosts):

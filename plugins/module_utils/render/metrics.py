@@ -21,7 +21,7 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import SEVERITIES
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]{0,199}$")
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,99}$")

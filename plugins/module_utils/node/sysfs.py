@@ -14,8 +14,9 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu, rates, rdma, rdma_tools
-from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import rates
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, rdma, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.files import read_attr
 
 # InfiniBand port counters that only rise when a link misbehaves (sysfs ports/N/counters).
 ERROR_COUNTERS = ("link_downed", "symbol_error", "link_error_recovery", "port_rcv_errors",

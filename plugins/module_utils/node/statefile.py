@@ -28,7 +28,7 @@ import os
 import tempfile
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.ownership import MARKER
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.ownership import MARKER
 
 
 class StateError(Exception):

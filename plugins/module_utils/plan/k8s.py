@@ -16,7 +16,7 @@ import inspect
 import json
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nccl
 
 # Seed 002: the eRDMA device plugin on ACK, exactly as Alibaba Cloud publishes it.
 ERDMA_PLUGIN_IMAGE = "registry-cn-beijing.ack.aliyuncs.com/acs/k8s-rdma-sriov-dev-plugin:v1.0.0-b3dcbc5-aliyun"

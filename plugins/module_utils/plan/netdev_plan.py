@@ -31,7 +31,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import netconf
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf
 
 SKIP_REASONS = {
     "ecn": "%s does not exist: the interface has no ECN controls (mlx5 interfaces have them)",

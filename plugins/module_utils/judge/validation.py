@@ -11,12 +11,12 @@ import math
 import re
 from collections.abc import Mapping
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests, perftest, rdma_tools
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug as nccl_debug_mod
-from ansible_collections.gpufabric.rdma.plugins.module_utils import baselines as baseline_table
-from ansible_collections.gpufabric.rdma.plugins.module_utils.report import markdown_table, render_table
-from ansible_collections.gpufabric.rdma.plugins.module_utils.text import check_line
-from ansible_collections.gpufabric.rdma.plugins.module_utils.text import describe_unsafe as text_unsafe
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests, perftest, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug as nccl_debug_mod
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines as baseline_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render.report import markdown_table, render_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import describe_unsafe as text_unsafe
 
 _NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
 

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 
 _TITLE_RE = re.compile(r"^\s*((?:RDMA_Write|RDMA_Read|Send|Atomic)[\w ]{0,60}?(?:BW|Latency) Test)\s*$")
 _BW_HEADER_RE = re.compile(r"#bytes\s+#iterations\s+BW peak\[(\w+/sec)\]\s+BW average\[(\w+/sec)\]\s+MsgRate\[Mpps\]")

@@ -21,8 +21,8 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_tests
-from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 
 MIB = 1 << 20
 GIB = 1 << 30

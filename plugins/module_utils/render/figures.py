@@ -21,10 +21,12 @@ __metaclass__ = type
 import math
 from collections.abc import Mapping
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import metrics, nccl_tests, perftest, tuning
-from ansible_collections.gpufabric.rdma.plugins.module_utils.hostlist import compress_hostlist
-from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
-from ansible_collections.gpufabric.rdma.plugins.module_utils.text import check_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests, perftest
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import compress_hostlist
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 
 KINDS = ("nccl_tests", "perftest", "burnin", "tune", "ddp")
 # The kinds whose records do not name the hosts they ran on: the caller names them (``nodes``).

@@ -16,8 +16,10 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import commands, files, gpu, health, rates, rdma_tools, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import counts as count_findings, finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health, rates
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, files, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
 # controller and the module use the same rules; these names stay for callers of this module.

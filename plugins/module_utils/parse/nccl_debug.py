@@ -18,7 +18,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 
 # At most this many WARN lines and connections of one kind are kept with their text (a log of
 # thousands of ranks stays a report, not a copy of the log).

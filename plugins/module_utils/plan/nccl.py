@@ -14,8 +14,8 @@ __metaclass__ = type
 import difflib
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.shell import shell_quote
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.shell import shell_quote
 
 PROFILES = ("auto", "infiniband", "roce", "erdma", "acs_rdma_type1", "acs_rdma_type2", "socket")
 

@@ -12,11 +12,11 @@ __metaclass__ = type
 import re
 from xml.etree import ElementTree
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu as nvidia
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
-from ansible_collections.gpufabric.rdma.plugins.module_utils.rates import RATE_RULES
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import finding, ordered
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as nvidia
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.rates import RATE_RULES
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding, ordered
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are
 # info: the job failed, the GPU is fine. Unknown codes are warnings.

@@ -15,9 +15,9 @@ __metaclass__ = type
 import glob
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import netconf, netdev_plan
-from ansible_collections.gpufabric.rdma.plugins.module_utils.files import read_attr, read_text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.sysfs import listdir
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf, netdev_plan
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.files import read_attr, read_text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.sysfs import listdir
 
 TOOLS = ("ip", "nmcli", "networkctl", "mlnx_qos", "dcb")
 # nmcli's exit status when NetworkManager is installed but not running (nmcli(1), EXIT STATUS).

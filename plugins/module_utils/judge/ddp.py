@@ -16,8 +16,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 
 _LINE = re.compile(r"gpufabric-ddp (?:(total|allreduce) )?([a-z_]{1,24}=\S{1,200}(?: [a-z_]{1,24}=\S{1,200}){0,11})\s*$")
 _PAIR = re.compile(r"([a-z_]{1,24})=(\S{1,200})")

@@ -12,8 +12,8 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.shell import shell_quote
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.shell import shell_quote
 
 # 1280: IPv6 needs at least this much. 9978: the largest Ethernet MTU ConnectX (mlx5) accepts;
 # switches commonly stop at 9216, which the interface's own max_mtu check catches where it applies.

@@ -44,8 +44,8 @@ __metaclass__ = type
 import hashlib
 import math
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import burnin
-from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import median
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 
 FIRST_GROUPS = 16
 # A short figure within this fraction of the tolerance below the threshold is run again before it is

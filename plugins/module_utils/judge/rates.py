@@ -35,8 +35,8 @@ __metaclass__ = type
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import finding
-from ansible_collections.gpufabric.rdma.plugins.module_utils.text import clean
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import clean
 
 HOUR = 3600.0
 MAX_SAMPLES = 240

@@ -12,9 +12,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import nccl_debug, topology
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import counts as count_findings, finding, rank
-from ansible_collections.gpufabric.rdma.plugins.module_utils.report import render_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render.report import render_table
 
 
 def fabric_interfaces(record):

@@ -19,8 +19,8 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.findings import finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
 
 
 class ToolTextError(ValueError):

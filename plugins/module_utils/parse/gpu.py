@@ -13,8 +13,8 @@ __metaclass__ = type
 import re
 from xml.etree import ElementTree
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.numbers import leading_number as _number
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import leading_number as _number
 
 # Closest first: the order NCCL and `topo -m`'s legend use for GPU<->NIC paths.
 NIC_PATH_RANK = ("PIX", "PXB", "PHB", "NODE", "SYS")

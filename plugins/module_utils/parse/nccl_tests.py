@@ -14,7 +14,7 @@ import json
 import math
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 
 _VERSION_RE = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*?nccl-library=(\d+))?")
 _NCCL_INFO_VERSION_RE = re.compile(r"NCCL INFO NCCL version\s+(\d+\.\d+\.\d+)")

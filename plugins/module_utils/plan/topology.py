@@ -22,10 +22,10 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils import gpu as _gpu
-from ansible_collections.gpufabric.rdma.plugins.module_utils import slurm as _slurm
-from ansible_collections.gpufabric.rdma.plugins.module_utils import text as _text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.hostlist import compress_hostlist, natural_key
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as _gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm as _slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import compress_hostlist, natural_key
 
 
 class TopologyError(ValueError):
