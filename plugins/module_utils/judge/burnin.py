@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from collections.abc import Mapping
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import chart
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
@@ -86,7 +86,7 @@ def rank(results, tolerance=0.1):
             "bad_links": ["%s-%s" % (link["a"], link["b"]) for link in links if link["bad"]]}
 
 
-NOT_RUN = "not run: "
+NOT_RUN = nccl_run.NOT_RUN
 
 
 def not_run(result):
@@ -106,42 +106,15 @@ def not_run_failures(results):
 
 def judge_run(run, parse):
     """One nccl-tests run of a burn-in (a pair or a search group) -> the run record both strategies keep:
-    {rc, ranks, nccl_tests_passed, busbw, peak_busbw, largest_size, error}.
-
-    The one judge of both strategies. ``run``: {rc, output, stderr, not_run} as the play registers it;
-    ``parse``: the nccl-tests parser. The figure is the out-of-place busbw at the largest size measured.
-    A run that did not run, exited non-zero, printed no rows, failed nccl-tests' own checks (#wrong,
-    out of bounds, stopped early) or measured nan/inf has no figure and says why in ``error``.
+    {rc, ranks, nccl_tests_passed, busbw, peak_busbw, largest_size, error}: the one verdict of a run
+    (judge/nccl_run.py) - a run that did not run, exited non-zero, printed no rows, failed nccl-tests' own checks
+    or measured nan/inf has no figure and says why in ``error``; the figure is the out-of-place busbw at the
+    largest size measured. ``run``: {rc, output, stderr, not_run}; ``parse``: the nccl-tests parser.
     """
-    entry = {"busbw": None, "error": None, "peak_busbw": None, "largest_size": None, "rc": run.get("rc"), "ranks": None,
-             "nccl_tests_passed": None}
-    not_run = run.get("not_run") or nccl_tests.launch_failure(run.get("rc"), run.get("output"), run.get("stderr"))
-    if not_run:
-        entry["error"] = NOT_RUN + not_run
-        return entry
-    try:
-        parsed = parse(run.get("output") or "")
-    except ValueError as exc:
-        parsed, entry["error"] = None, "output not understood: %s" % exc
-    rows = (parsed or {}).get("rows") or []
-    if parsed is not None:
-        entry["ranks"] = len(parsed.get("ranks") or []) or None
-        entry["nccl_tests_passed"] = bool(parsed.get("passed"))
-    if run.get("rc") not in (0, None):
-        said = [line.strip() for line in (run.get("stderr") or "").splitlines() if line.strip()]
-        entry["error"] = "exited %s%s" % (run.get("rc"), ": " + said[-1][:200] if said else "")
-    elif parsed is not None and not rows:
-        entry["error"] = "no result rows%s" % (": " + "; ".join(parsed.get("errors") or [])[:200] if parsed.get("errors") else "")
-    elif parsed is not None and parsed.get("failed_sizes"):
-        entry["error"] = "busbw is nan or inf at %d size(s): a failed measurement" % len(parsed["failed_sizes"])
-    elif parsed is not None and not parsed.get("passed", True):
-        entry["error"] = "nccl-tests reported wrong results or stopped early"
-    if rows and entry["error"] is None:
-        entry["largest_size"], entry["busbw"] = nccl_tests.at_largest_size(parsed)
-        entry["peak_busbw"] = parsed.get("peak_busbw")
-        if entry["busbw"] is None:
-            entry["error"] = "no busbw at the largest size"
-    return entry
+    found = nccl_run.verdict(run, parse)
+    return {"busbw": found["busbw"], "error": found["error"], "peak_busbw": found["peak_busbw"],
+            "largest_size": found["size"], "rc": run.get("rc"), "ranks": found["ranks"],
+            "nccl_tests_passed": found["nccl_tests_passed"]}
 
 
 def collect(pairs, parse):
@@ -244,20 +217,13 @@ class UnreadableRun(ValueError):
 
 
 def run_record(value):
-    """A search group's run as the play registered it -> the run judge_run reads ({rc, output, stderr} or {not_run}).
-
-    ``value``: the registered result of the group's command, its text alone (rc 0), or None (no run was
-    recorded); a skipped task is a run that did not happen. ValueError for anything else.
+    """A search group's run as the play registered it -> the run judge_run reads (nccl_run.from_registered): its
+    registered result, its text alone (rc 0), or None (no run was recorded; a skipped task is a run that did not
+    happen). ValueError for anything else.
     """
-    if value is None:
-        return {"not_run": "no run was recorded for it"}
-    if isinstance(value, str):
-        return {"rc": 0, "output": value}
-    if not isinstance(value, Mapping):
+    if value is not None and not isinstance(value, (str, Mapping)):
         raise ValueError("a run must be the registered result of the group's command, got %s" % type(value).__name__)
-    if value.get("skipped"):
-        return {"not_run": value.get("msg") or "skipped"}
-    return {"rc": value.get("rc"), "output": value.get("stdout") or "", "stderr": value.get("stderr") or value.get("msg") or ""}
+    return nccl_run.from_registered(value)
 
 
 def search_runs(runs, parse):

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests, perftest, rdma_tools
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug as nccl_debug_mod
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines as baseline_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render.report import markdown_table, render_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import describe_unsafe as text_unsafe
@@ -67,24 +68,6 @@ def threshold_errors(values):
     return errors
 
 
-def _output(result):
-    """stdout and stderr of a registered command, or why it has none (timeout, missing binary)."""
-    parts = [result.get("stdout") or "", result.get("stderr") or ""]
-    if result.get("rc") is None and result.get("msg"):
-        parts.append("error: %s" % result["msg"])
-    return "\n".join(p for p in parts if isinstance(p, str) and p)
-
-
-def not_run(result):
-    """Why a registered run did not run (check mode, a false condition), or None when it ran."""
-    if not result.get("skipped"):
-        return None
-    why = result.get("msg") or result.get("skip_reason") or "skipped"
-    if "check mode" in why:
-        why += ": check mode measures nothing"
-    return why
-
-
 def collect_runs(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=None):
     """Registered loop results -> [{'label', 'host', 'mode', 'command', 'rc', 'output'}].
 
@@ -96,41 +79,17 @@ def collect_runs(single_by_host, mpirun_results=None, hosts=None, gpus_by_host=N
         for result in (single_by_host[host] or {}).get("results") or []:
             item = result.get("item") or {}
             label = item.get("label") or "%s -g %s" % (item.get("name"), (gpus_by_host or {}).get(host, "?"))
-            runs.append({"label": "%s: %s" % (host, label), "host": host, "mode": "single",
-                         "command": " ".join(str(a) for a in result.get("cmd") or []), "rc": result.get("rc"),
-                         "output": _output(result), "not_run": not_run(result)})
+            run = nccl_run.from_registered(result)
+            runs.append({"label": "%s: %s" % (host, label), "host": host, "mode": "single", "command": run["command"],
+                         "rc": run["rc"], "output": run["output"], "not_run": run["not_run"]})
     for result in (mpirun_results or {}).get("results") or []:
         item = result.get("item") or {}
+        run = nccl_run.from_registered(result)
         runs.append({"label": item.get("label") or "mpirun %s x %d nodes" % (item.get("name"), len(hosts or [])),
-                     "host": ",".join(hosts or []), "mode": "mpirun",
-                     "command": " ".join(str(a) for a in result.get("cmd") or []), "rc": result.get("rc"),
-                     "output": _output(result), "not_run": not_run(result),
-                     "env": item.get("env") or {}, "traffic": result.get("traffic")})
+                     "host": ",".join(hosts or []), "mode": "mpirun", "command": run["command"], "rc": run["rc"],
+                     "output": run["output"], "not_run": run["not_run"], "env": item.get("env") or {},
+                     "traffic": result.get("traffic")})
     return runs
-
-
-# No link in service moves more: NVLink 5 (Blackwell) carries 900 GB/s a direction. A busbw above it on
-# more than one rank is a broken measurement (a clock, a timer, a copy that never left the GPU).
-CEILING_GBPS = 1000.0
-
-
-def run_notes(result):
-    """What a reader must know to read the figures right: one rank moves no data between GPUs."""
-    notes = []
-    ranks = len(result.get("ranks") or [])
-    if ranks == 1 and result.get("rows"):
-        notes.append("1 rank: no data crosses a link - busbw is 0 for a reduction and a local copy for sendrecv "
-                     "(peak %s GB/s); this run shows the collective works, it measures no bandwidth"
-                     % ("-" if result.get("peak_busbw") is None else "%g" % result["peak_busbw"]))
-    return notes
-
-
-def implausible(result):
-    """Failures for figures beyond any link's limit, on more than one rank (one rank is a note instead)."""
-    if len(result.get("ranks") or []) == 1 or result.get("peak_busbw") is None or result["peak_busbw"] <= CEILING_GBPS:
-        return []
-    return ["peak busbw %g GB/s is beyond what any link carries today (NVLink 5: 900 GB/s a direction): "
-            "a broken measurement, not a result" % result["peak_busbw"]]
 
 
 MULTI_NODE_MODES = ("mpirun", "slurm")
@@ -255,21 +214,17 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
     settings = _nccl_debug_check(nccl_debug)
     judged = []
     for run in runs:
-        # a run whose program never started (the launcher's exit and message) is not run, as a skipped one is
-        never = run.get("not_run") or nccl_tests.launch_failure(run.get("rc"), run.get("output"))
-        if never:
-            run = dict(run, not_run=never)
-            result = nccl_tests.empty_result("not run: %s" % run["not_run"])
-        else:
-            try:
-                result = nccl_tests.parse(run.get("output") or "")
-            except nccl_tests.NcclTestsParseError as exc:
-                result = nccl_tests.empty_result(str(exc))
+        # the one verdict of a run (judge/nccl_run.py): a run whose program never started is not run, as a
+        # skipped one is; the thresholds are validation's own
+        found = nccl_run.verdict(dict(run, stderr=""))
+        if found["not_run"]:
+            run = dict(run, not_run=found["not_run"])
+        result = found["result"]
         failures = nccl_tests.check_thresholds(result, min_busbw, min_busbw_by_size, max_wrong, True, placement)
-        failures += implausible(result)
+        failures += found["implausible"]
         if run.get("rc") not in (0, None) and not run.get("not_run"):
             failures.append("the command exited %s" % run["rc"])
-        notes = run_notes(result)
+        notes = list(found["notes"])
         item = dict((k, v) for k, v in run.items() if k not in ("output", "traffic"))
         expected = None
         if settings is not None and run.get("mode") in MULTI_NODE_MODES and not run.get("not_run"):

@@ -245,7 +245,8 @@ def launch_failure(rc, output, stderr=""):
     except ValueError:
         pass
     lines = [line.strip() for line in _text.launcher_lines("%s\n%s" % (stderr or "", output or ""), "launcher output")]
-    lines = [line for line in lines if line and not _RULE_RE.match(line)]
+    # stdout and stderr may both be given and both hold a line (a registered run's output is the two together)
+    lines = list(dict.fromkeys(line for line in lines if line and not _RULE_RE.match(line)))
     said = sorted((line for line in lines if _LAUNCH_FAILURE_RE.search(line)),
                   key=lambda line: 0 if _LAUNCH_REASON_RE.search(line) else 1)
     detail = "; ".join(said[:2]) if said else (lines[-1] if lines else "no output at all")

@@ -21,6 +21,7 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 
@@ -81,25 +82,11 @@ def busbw_by_size(result):
 
 
 def run_failure(run, parsed=None):
-    """Why a runner record is not a measurement (None when it is): it exited non-zero, printed no
-    table, failed nccl-tests' own checks or measured nan/inf. Such a run is counted and shown, never used."""
-    never = nccl_tests.launch_failure(run.get("rc"), run.get("stdout"), run.get("stderr"))
-    if never:
-        return "not run: %s" % never
-    if run.get("rc") not in (0, None):
-        return "exited %s" % run.get("rc")
-    if parsed is None:
-        try:
-            parsed = nccl_tests.parse(run.get("stdout") or "")
-        except ValueError as exc:
-            return "output not understood: %s" % exc
-    if not parsed.get("rows"):
-        return "no result table%s" % (": " + "; ".join(parsed.get("errors") or [])[:200] if parsed.get("errors") else "")
-    if parsed.get("failed_sizes"):
-        return "busbw nan or inf at %d size(s)" % len(parsed["failed_sizes"])
-    if not parsed.get("passed"):
-        return "nccl-tests reported wrong results or stopped early"
-    return None
+    """Why a runner record ({rc, stdout, stderr}) is not a measurement (None when it is): the one verdict of a run
+    (judge/nccl_run.py) - not run, exited non-zero, no result rows, nccl-tests' own checks failed, nan/inf.
+    Such a run is counted and shown, never used."""
+    read = nccl_tests.parse if parsed is None else (lambda text: parsed)
+    return nccl_run.verdict({"rc": run.get("rc"), "output": run.get("stdout"), "stderr": run.get("stderr")}, read)["error"]
 
 
 def collect(runs):

@@ -82,14 +82,16 @@ def test_report_draws_no_map_without_two_hosts_and_checks_the_title_when_it_draw
 
 @pytest.mark.parametrize("value, run", [
     (None, {"not_run": "no run was recorded for it"}),
-    ("text", {"rc": 0, "output": "text"}),
+    ("text", {"rc": 0, "output": "text", "not_run": None}),
     ({"skipped": True, "msg": "Conditional result was False"}, {"not_run": "Conditional result was False"}),
     ({"skipped": True}, {"not_run": "skipped"}),
-    ({"rc": 2, "stdout": "out", "stderr": "err"}, {"rc": 2, "output": "out", "stderr": "err"}),
-    ({"rc": 1, "msg": "non-zero return code"}, {"rc": 1, "output": "", "stderr": "non-zero return code"}),
+    ({"rc": 2, "stdout": "out", "stderr": "err"}, {"rc": 2, "output": "out\nerr", "stderr": "err", "not_run": None}),
+    ({"rc": 1, "msg": "non-zero return code"}, {"rc": 1, "output": "", "stderr": "non-zero return code", "not_run": None}),
 ])
 def test_run_record_reads_what_the_play_registered(value, run):
-    assert burnin.run_record(value) == run
+    """The one adapter from a registered result (judge/nccl_run.from_registered), as validation reads it too."""
+    got = burnin.run_record(value)
+    assert dict((key, got[key]) for key in run) == run
 
 
 def test_run_record_refuses_what_is_not_a_run():

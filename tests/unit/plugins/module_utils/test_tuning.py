@@ -139,8 +139,9 @@ def test_failed_runs_are_counted_shown_and_left_out_of_the_decision(recorded):
     runs[broken[3]]["rc"] = 137
     result = tuning.report({"runs": runs, "elapsed_s": 1})
     whys = [f["why"] for f in result["search"]["failed_runs"]]
+    # the one verdict of a run (judge/nccl_run.py), worded as burn-in and validation word it
     assert len(whys) == 4 and whys[0] == "exited 1" and whys[3] == "exited 137"
-    assert whys[1].startswith("no result table") and whys[2] == "busbw nan or inf at 1 size(s)"
+    assert whys[1].startswith("no result rows") and whys[2] == "busbw is nan or inf at 1 size(s): a failed measurement"
     markdown = tuning.markdown(result)
     assert "## Search (%d runs: %d measured, 4 failed; 1 s)" % (len(runs), len(runs) - 4) in markdown
     assert "Failed runs (left out of every decision above):" in markdown and "repeat" in markdown

@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One nccl-tests run, judged once: the verdict that validation, burn-in (pairs and search groups) and the tuner take.
+
+``from_registered`` is the one adapter from what Ansible registered for a run's command (a skipped task, a command
+that never started, its stdout, stderr and rc) to a run; ``verdict`` reads a run once and says what it was:
+
+- **not run**: it was skipped (check mode, a false condition) or the launcher exited before nccl-tests printed
+  anything of its own (``nccl_tests.launch_failure``): never a measurement, never a slow host or a bad link;
+- **not a measurement** (``error``): it exited non-zero, printed no result rows, failed nccl-tests' own checks
+  (#wrong, out of bounds, stopped early) or measured nan/inf;
+- else **the figure**: the out-of-place busbw at the largest size measured (``nccl_tests.at_largest_size``), carried
+  from here by every caller, never computed again.
+
+Notes (one rank moves no data between GPUs) and failures that no link explains (a busbw beyond any link's
+limit on more than one rank) come with it. Pure.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
+
+NOT_RUN = "not run: "
+# No link in service moves more: NVLink 5 (Blackwell) carries 900 GB/s a direction. A busbw above it on
+# more than one rank is a broken measurement (a clock, a timer, a copy that never left the GPU).
+CEILING_GBPS = 1000.0
+
+
+def skipped(result):
+    """Why a registered run did not run (check mode, a false condition), or None when it ran."""
+    if not result.get("skipped"):
+        return None
+    why = result.get("msg") or result.get("skip_reason") or "skipped"
+    if "check mode" in why:
+        why += ": check mode measures nothing"
+    return why
+
+
+def from_registered(result):
+    """What Ansible registered for a run's command -> {rc, output, stderr, not_run, command}.
+
+    ``output`` is stdout and stderr together (nccl-tests and the launchers write to both), plus Ansible's message
+    when the command never started (no rc: a timeout, a missing binary); ``stderr`` alone names the launcher's last
+    words. A run that is text alone (a capture) ran and exited 0; None is a run nobody recorded.
+    """
+    if result is None:
+        return {"rc": None, "output": "", "stderr": "", "not_run": "no run was recorded for it", "command": ""}
+    if isinstance(result, str):
+        return {"rc": 0, "output": result, "stderr": "", "not_run": None, "command": ""}
+    parts = [result.get("stdout") or "", result.get("stderr") or ""]
+    if result.get("rc") is None and result.get("msg"):
+        parts.append("error: %s" % result["msg"])
+    return {"rc": result.get("rc"), "output": "\n".join(p for p in parts if isinstance(p, str) and p),
+            "stderr": result.get("stderr") or result.get("msg") or "",
+            "not_run": skipped(result), "command": " ".join(str(a) for a in result.get("cmd") or [])}
+
+
+def notes(result):
+    """What a reader must know to read the figures right: one rank moves no data between GPUs."""
+    out = []
+    if len(result.get("ranks") or []) == 1 and result.get("rows"):
+        out.append("1 rank: no data crosses a link - busbw is 0 for a reduction and a local copy for sendrecv "
+                   "(peak %s GB/s); this run shows the collective works, it measures no bandwidth"
+                   % ("-" if result.get("peak_busbw") is None else "%g" % result["peak_busbw"]))
+    return out
+
+
+def implausible(result):
+    """Failures for figures beyond any link's limit, on more than one rank (one rank is a note instead)."""
+    if len(result.get("ranks") or []) == 1 or result.get("peak_busbw") is None or result["peak_busbw"] <= CEILING_GBPS:
+        return []
+    return ["peak busbw %g GB/s is beyond what any link carries today (NVLink 5: 900 GB/s a direction): "
+            "a broken measurement, not a result" % result["peak_busbw"]]
+
+
+def verdict(run, parse=nccl_tests.parse):
+    """One run ({rc, output, stderr, not_run}) -> {result, not_run, error, size, busbw, peak_busbw, ranks,
+    nccl_tests_passed, notes, implausible}.
+
+    ``result`` is the parsed output (an empty result naming why when there is none); ``not_run`` the reason it
+    never ran; ``error`` why it is no measurement (``not run: ...`` included); ``size``/``busbw`` the figure, only
+    when there is no error. ``parse`` reads the output (nccl_tests.parse; a caller may pass its own reader).
+    """
+    out = {"result": None, "not_run": None, "error": None, "size": None, "busbw": None, "peak_busbw": None,
+           "ranks": None, "nccl_tests_passed": None, "notes": [], "implausible": []}
+    never = run.get("not_run") or nccl_tests.launch_failure(run.get("rc"), run.get("output"), run.get("stderr"))
+    if never:
+        out.update(not_run=never, error=NOT_RUN + never, result=nccl_tests.empty_result(NOT_RUN + never))
+        return out
+    try:
+        parsed = parse(run.get("output") or "")
+    except ValueError as exc:
+        parsed, out["error"] = None, "output not understood: %s" % exc
+        out["result"] = nccl_tests.empty_result(str(exc))
+    if parsed is not None:
+        out["result"] = parsed
+    rows = (parsed or {}).get("rows") or []
+    if parsed is not None:
+        out["ranks"] = len(parsed.get("ranks") or []) or None
+        out["nccl_tests_passed"] = bool(parsed.get("passed"))
+        out["notes"] = notes(parsed)
+        out["implausible"] = implausible(parsed)
+    if run.get("rc") not in (0, None):
+        said = [line.strip() for line in (run.get("stderr") or "").splitlines() if line.strip()]
+        out["error"] = "exited %s%s" % (run.get("rc"), ": " + said[-1][:200] if said else "")
+    elif parsed is not None and not rows:
+        out["error"] = "no result rows%s" % (": " + "; ".join(parsed.get("errors") or [])[:200] if parsed.get("errors") else "")
+    elif parsed is not None and parsed.get("failed_sizes"):
+        out["error"] = "busbw is nan or inf at %d size(s): a failed measurement" % len(parsed["failed_sizes"])
+    elif parsed is not None and not parsed.get("passed", True):
+        out["error"] = "nccl-tests reported wrong results or stopped early"
+    if rows and out["error"] is None:
+        out["size"], out["busbw"] = nccl_tests.at_largest_size(parsed)
+        out["peak_busbw"] = parsed.get("peak_busbw")
+        if out["busbw"] is None:
+            out["error"] = "no busbw at the largest size"
+    return out
