@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import chart
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import mpirun
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
@@ -70,12 +71,12 @@ def bandwidth_svg(judged, threshold=None, title="NCCL bandwidth"):
 
 def mpirun_env_args(env):
     """{'NCCL_IB_HCA': '=mlx5_0:1'} -> ['-x', 'NCCL_IB_HCA==mlx5_0:1']: OpenMPI exports each to every rank."""
-    return validation.mpirun_env_args(expect("mpirun_env_args", env, (Mapping,), "a mapping of environment variables"))
+    return mpirun.mpirun_env_args(expect("mpirun_env_args", env, (Mapping,), "a mapping of environment variables"))
 
 
 def mpirun_argv(launcher, args, np, command, env=None, hosts=None, slots=None, hostfile=None):
-    """The one mpirun command line (validation.mpirun_argv): ranks placed by hosts and slots or a hostfile."""
-    return validation.mpirun_argv(launcher, args, np, command, env=expect("mpirun_argv", env or {}, (Mapping,), "a mapping of environment variables"),
+    """The one mpirun command line (mpirun.mpirun_argv): ranks placed by hosts and slots or a hostfile."""
+    return mpirun.mpirun_argv(launcher, args, np, command, env=expect("mpirun_argv", env or {}, (Mapping,), "a mapping of environment variables"),
                                   hosts=hosts, slots=slots, hostfile=hostfile)
 
 

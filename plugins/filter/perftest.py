@@ -10,13 +10,14 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import perftest_runs
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
 
 def pair_hosts(hosts):
     expect("pair_hosts", hosts, (list, tuple), "a list of hosts")
-    return validation.pair_hosts([text.check_line("hosts[%d]" % i, h, allow_empty=False) for i, h in enumerate(hosts)])
+    return perftest_runs.pair_hosts([text.check_line("hosts[%d]" % i, h, allow_empty=False) for i, h in enumerate(hosts)])
 
 
 def perftest_judge(results, min_bw_gbps=None, max_lat_us=None):
@@ -24,7 +25,7 @@ def perftest_judge(results, min_bw_gbps=None, max_lat_us=None):
     errors = validation.threshold_errors({"min_bw_gbps": min_bw_gbps, "max_lat_us": max_lat_us})
     if errors:
         fail("perftest_judge", "; ".join(errors))
-    return validation.judge_perftest(results, number_or_none("perftest_judge", "min_bw_gbps", min_bw_gbps),
+    return perftest_runs.judge_perftest(results, number_or_none("perftest_judge", "min_bw_gbps", min_bw_gbps),
                                      number_or_none("perftest_judge", "max_lat_us", max_lat_us))
 
 
@@ -35,7 +36,7 @@ def perftest_summary(judged, replayed_from=None):
             fail("perftest_summary", "expects perftest_judge's result; item %d is not a judged result" % index)
     if replayed_from is not None and not isinstance(replayed_from, str):
         fail("perftest_summary", "replayed_from must be a string, got %r" % (replayed_from,))
-    return validation.perftest_markdown(judged, replayed_from or None)
+    return perftest_runs.perftest_markdown(judged, replayed_from or None)
 
 
 def perftest_plan(pairs, tests, rails_by_host=None):
@@ -44,7 +45,7 @@ def perftest_plan(pairs, tests, rails_by_host=None):
     if rails_by_host is not None:
         expect("perftest_plan", rails_by_host, (Mapping,), "rails_by_host as a mapping of host to its rail devices")
     try:
-        return validation.perftest_plan([dict(p) for p in pairs], [dict(t) for t in tests],
+        return perftest_runs.perftest_plan([dict(p) for p in pairs], [dict(t) for t in tests],
                                         dict((h, list(d) if isinstance(d, (list, tuple)) else d)
                                              for h, d in (rails_by_host or {}).items()))
     except ValueError as exc:

@@ -14,6 +14,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baseli
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests, perftest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import figures
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import perftest_runs
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 PROMTOOL = os.path.join(ROOT, "build", "tools", "bin", "promtool")
@@ -150,8 +151,8 @@ def test_the_same_test_twice_in_one_report_writes_the_slower(scaled):
     assert one(found, "gpufabric_nccl_tests_largest_size_busbw_gigabytes_per_second") == 182.49  # 364.98 x 0.5
 
 
-def perftest_runs():
-    return validation.judge_perftest([
+def judged_perftest_runs():
+    return perftest_runs.judge_perftest([
         {"test": "ib_write_bw", "client": "n2", "server": "n1", "client_rc": 0,
          "stdout": fixture("perftest", "write_bw_gbits_perftest-273.txt")},
         {"test": "ib_send_bw", "client": "n2", "server": "n1", "client_rc": 0,
@@ -163,7 +164,7 @@ def perftest_runs():
 
 
 def test_perftest_bandwidth_and_latency_per_pair():
-    judged = perftest_runs()
+    judged = judged_perftest_runs()
     text = figures.text("perftest", judged, "c", WHEN)
     promtool_check(text)
     found = samples(text)

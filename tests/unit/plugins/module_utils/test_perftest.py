@@ -1,7 +1,7 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import perftest
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import perftest_runs
 
 
 def test_write_bw_gbits_post_list(read_fixture):
@@ -43,7 +43,7 @@ def test_gbits_rows_are_taken_as_printed(read_fixture):
 
 def test_perftest_judge_passes_a_healthy_mibsec_link(read_fixture):
     output = read_fixture("perftest", "write_bw_mibsec_400g_constructed.txt")
-    (judged,) = validation.judge_perftest([{"test": "ib_write_bw", "output": output, "client_rc": 0}], min_bw_gbps=380)
+    (judged,) = perftest_runs.judge_perftest([{"test": "ib_write_bw", "output": output, "client_rc": 0}], min_bw_gbps=380)
     assert judged["passed"] is True and judged["failures"] == []
 
 

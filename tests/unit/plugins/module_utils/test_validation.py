@@ -2,6 +2,7 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import perftest_runs
 
 
 @pytest.mark.parametrize("hosts, expected", [
@@ -10,7 +11,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_t
     (["a", "b", "c", "d"], [{"server": "a", "client": "b"}, {"server": "c", "client": "d"}]),
 ])
 def test_pair_hosts(hosts, expected):
-    assert validation.pair_hosts(hosts) == expected
+    assert perftest_runs.pair_hosts(hosts) == expected
 
 
 def test_collect_and_judge(read_fixture):
@@ -50,11 +51,11 @@ def test_judge_perftest(read_fixture):
           "output": read_fixture("perftest", "send_bw_mbsec_perftest-65.txt")}
     none = {"test": "ib_write_bw", "client": "b", "server": "a", "client_rc": 1,
             "stdout": "", "stderr": " Couldn't get device list\n"}
-    judged = validation.judge_perftest([ok, none], min_bw_gbps=40)
+    judged = perftest_runs.judge_perftest([ok, none], min_bw_gbps=40)
     assert [r["passed"] for r in judged] == [True, False]
     assert judged[1]["failures"] == [
         "ib_write_bw b -> a: no result (client exit 1); perftest printed: Couldn't get device list"]
-    markdown = validation.perftest_markdown(judged)
+    markdown = perftest_runs.perftest_markdown(judged)
     assert "| ib_send_bw | b -> a | 1024 | 5544.28 MB/sec average | PASS |" in markdown
     assert "| ib_write_bw | b -> a | - | no result | FAIL |" in markdown
     assert markdown.endswith("- ib_write_bw b -> a: no result (client exit 1); perftest printed: Couldn't get device list\n")
@@ -122,8 +123,8 @@ def test_the_baselines_section_is_lines_not_escaped_text(read_fixture):
 
 def test_perftest_plan_per_pair_and_per_rail():
     pairs, tests = [{"server": "a", "client": "b"}], [{"name": "ib_write_bw"}]
-    assert validation.perftest_plan(pairs, tests, {"a": [], "b": []}) == [[pairs[0], tests[0], None]]
-    plan = validation.perftest_plan(pairs, tests, {"a": ["mlx5_0", "mlx5_3"], "b": ["mlx5_0", "mlx5_2"]})
+    assert perftest_runs.perftest_plan(pairs, tests, {"a": [], "b": []}) == [[pairs[0], tests[0], None]]
+    plan = perftest_runs.perftest_plan(pairs, tests, {"a": ["mlx5_0", "mlx5_3"], "b": ["mlx5_0", "mlx5_2"]})
     assert [(p["client"], p["server"], r["index"], r["client_device"], r["server_device"]) for p, t, r in plan] == [
         ("b", "a", 0, "mlx5_0", "mlx5_0"), ("a", "b", 0, "mlx5_0", "mlx5_0"),
         ("b", "a", 1, "mlx5_2", "mlx5_3"), ("a", "b", 1, "mlx5_3", "mlx5_2")]
@@ -137,22 +138,22 @@ def test_perftest_plan_per_pair_and_per_rail():
 ])
 def test_perftest_plan_refuses(rails, message):
     with pytest.raises(ValueError, match=message):
-        validation.perftest_plan([{"server": "a", "client": "b"}], [{"name": "ib_write_bw"}], rails)
+        perftest_runs.perftest_plan([{"server": "a", "client": "b"}], [{"name": "ib_write_bw"}], rails)
 
 
 def test_the_rail_table_names_the_rail_that_failed(read_fixture):
     """perftest issue #273's real ib_write_bw output on every rail but one, where the client found no device."""
     good = read_fixture("perftest", "write_bw_gbits_perftest-273.txt")
-    plan = validation.perftest_plan([{"server": "a", "client": "b"}], [{"name": "ib_write_bw"}],
+    plan = perftest_runs.perftest_plan([{"server": "a", "client": "b"}], [{"name": "ib_write_bw"}],
                                     {"a": ["mlx5_0", "mlx5_1"], "b": ["mlx5_0", "mlx5_1"]})
     results = [{"test": t["name"], "server": p["server"], "client": p["client"], "rail": r, "client_rc": 0,
                 "stdout": good if (r["index"], p["client"]) != (1, "a") else "", "stderr": ""} for p, t, r in plan]
     results[3]["stderr"], results[3]["client_rc"] = "Couldn't connect to 10.0.0.2:18518", 1
-    judged = validation.judge_perftest(results)
+    judged = perftest_runs.judge_perftest(results)
     assert [r["passed"] for r in judged] == [True, True, True, False]
     assert judged[3]["failures"] == ["ib_write_bw a -> b rail 1 (mlx5_1 -> mlx5_1): no result (client exit 1); "
                                      "perftest printed: Couldn't connect to 10.0.0.2:18518"]
-    markdown = validation.perftest_markdown(judged, replayed_from="a capture")
+    markdown = perftest_runs.perftest_markdown(judged, replayed_from="a capture")
     assert markdown.startswith("# gpufabric.rdma perftest\n\nFigures REPLAYED from a capture, not measured.\n")
     table = markdown.split("## Rails")[1].split("## Failures")[0]
     assert "| test | rail | b -> a | a -> b |" in table

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import mpirun
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 PLATFORM = {"gpu": "NVIDIA H200", "gpus_by_mode": {"mpirun": "2"}, "interconnect_by_mode": {"mpirun": "nvlink"}}
@@ -37,11 +38,11 @@ def test_bandwidth_series_is_one_line_per_run(runs):
 
 
 def test_mpirun_env_args_exports_each_variable_to_every_rank():
-    assert validation.mpirun_env_args({"NCCL_IB_HCA": "=mlx5_0:1", "NCCL_DEBUG": None, "NCCL_NVLS_ENABLE": False,
+    assert mpirun.mpirun_env_args({"NCCL_IB_HCA": "=mlx5_0:1", "NCCL_DEBUG": None, "NCCL_NVLS_ENABLE": False,
                                        "NCCL_IB_GID_INDEX": 3, "_PRIVATE": "x"}) == [
         "-x", "NCCL_DEBUG=", "-x", "NCCL_IB_GID_INDEX=3", "-x", "NCCL_IB_HCA==mlx5_0:1", "-x", "NCCL_NVLS_ENABLE=false",
         "-x", "_PRIVATE=x"]
-    assert validation.mpirun_env_args({}) == []
+    assert mpirun.mpirun_env_args({}) == []
 
 
 @pytest.mark.parametrize("env, message", [
@@ -55,19 +56,19 @@ def test_mpirun_env_args_exports_each_variable_to_every_rank():
 ])
 def test_mpirun_env_args_refuses_what_would_break_the_command_line(env, message):
     with pytest.raises(ValueError) as raised:
-        validation.mpirun_env_args(env)
+        mpirun.mpirun_env_args(env)
     assert str(raised.value).startswith(message)
 
 
 def test_mpirun_argv_is_the_one_command_line_of_the_three_roles():
     env = {"NCCL_IB_HCA": "=mlx5_0:1"}
-    pair = validation.mpirun_argv("mpirun", ["--allow-run-as-root"], 16, ["./all_reduce_perf", "-b", "8", "-g", "1"],
+    pair = mpirun.mpirun_argv("mpirun", ["--allow-run-as-root"], 16, ["./all_reduce_perf", "-b", "8", "-g", "1"],
                                   env=env, hosts=["node1", "node2"], slots="8")
     assert pair == ["mpirun", "--allow-run-as-root", "-H", "node1:8,node2:8", "-np", "16", "-x", "NCCL_IB_HCA==mlx5_0:1",
                     "./all_reduce_perf", "-b", "8", "-g", "1"]
-    assert validation.mpirun_argv("/opt/openmpi/bin/mpirun", [], 4, [], hostfile="/tmp/h") == [
+    assert mpirun.mpirun_argv("/opt/openmpi/bin/mpirun", [], 4, [], hostfile="/tmp/h") == [
         "/opt/openmpi/bin/mpirun", "--hostfile", "/tmp/h", "-np", "4"]
-    assert validation.mpirun_argv("mpirun", [], 2, ["x"]) == ["mpirun", "-np", "2", "x"]
+    assert mpirun.mpirun_argv("mpirun", [], 2, ["x"]) == ["mpirun", "-np", "2", "x"]
 
 
 @pytest.mark.parametrize("call, message", [
@@ -87,7 +88,7 @@ def test_mpirun_argv_refuses_what_would_break_the_command_line(call, message):
     given = dict(launcher="mpirun", args=[], np=2, command=["x"])
     given.update(call)
     with pytest.raises(ValueError) as raised:
-        validation.mpirun_argv(given["launcher"], given["args"], given["np"], given["command"], env=given.get("env"),
+        mpirun.mpirun_argv(given["launcher"], given["args"], given["np"], given["command"], env=given.get("env"),
                                hosts=given.get("hosts"), slots=given.get("slots"), hostfile=given.get("hostfile"))
     assert str(raised.value).startswith(message), str(raised.value)
 
