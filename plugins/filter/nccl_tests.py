@@ -77,7 +77,7 @@ def mpirun_env_args(env):
 def mpirun_argv(launcher, args, np, command, env=None, hosts=None, slots=None, hostfile=None):
     """The one mpirun command line (mpirun.mpirun_argv): ranks placed by hosts and slots or a hostfile."""
     return mpirun.mpirun_argv(launcher, args, np, command, env=expect("mpirun_argv", env or {}, (Mapping,), "a mapping of environment variables"),
-                                  hosts=hosts, slots=slots, hostfile=hostfile)
+                              hosts=hosts, slots=slots, hostfile=hostfile)
 
 
 def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=False):

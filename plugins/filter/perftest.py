@@ -26,7 +26,7 @@ def perftest_judge(results, min_bw_gbps=None, max_lat_us=None):
     if errors:
         fail("perftest_judge", "; ".join(errors))
     return perftest_runs.judge_perftest(results, number_or_none("perftest_judge", "min_bw_gbps", min_bw_gbps),
-                                     number_or_none("perftest_judge", "max_lat_us", max_lat_us))
+                                        number_or_none("perftest_judge", "max_lat_us", max_lat_us))
 
 
 def perftest_summary(judged, replayed_from=None):
@@ -46,8 +46,8 @@ def perftest_plan(pairs, tests, rails_by_host=None):
         expect("perftest_plan", rails_by_host, (Mapping,), "rails_by_host as a mapping of host to its rail devices")
     try:
         return perftest_runs.perftest_plan([dict(p) for p in pairs], [dict(t) for t in tests],
-                                        dict((h, list(d) if isinstance(d, (list, tuple)) else d)
-                                             for h, d in (rails_by_host or {}).items()))
+                                           dict((h, list(d) if isinstance(d, (list, tuple)) else d)
+                                                for h, d in (rails_by_host or {}).items()))
     except ValueError as exc:
         fail("perftest_plan", str(exc))
 

@@ -145,7 +145,7 @@ def test_the_rail_table_names_the_rail_that_failed(read_fixture):
     """perftest issue #273's real ib_write_bw output on every rail but one, where the client found no device."""
     good = read_fixture("perftest", "write_bw_gbits_perftest-273.txt")
     plan = perftest_runs.perftest_plan([{"server": "a", "client": "b"}], [{"name": "ib_write_bw"}],
-                                    {"a": ["mlx5_0", "mlx5_1"], "b": ["mlx5_0", "mlx5_1"]})
+                                       {"a": ["mlx5_0", "mlx5_1"], "b": ["mlx5_0", "mlx5_1"]})
     results = [{"test": t["name"], "server": p["server"], "client": p["client"], "rail": r, "client_rc": 0,
                 "stdout": good if (r["index"], p["client"]) != (1, "a") else "", "stderr": ""} for p, t, r in plan]
     results[3]["stderr"], results[3]["client_rc"] = "Couldn't connect to 10.0.0.2:18518", 1

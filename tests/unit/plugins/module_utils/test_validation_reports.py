@@ -39,7 +39,7 @@ def test_bandwidth_series_is_one_line_per_run(runs):
 
 def test_mpirun_env_args_exports_each_variable_to_every_rank():
     assert mpirun.mpirun_env_args({"NCCL_IB_HCA": "=mlx5_0:1", "NCCL_DEBUG": None, "NCCL_NVLS_ENABLE": False,
-                                       "NCCL_IB_GID_INDEX": 3, "_PRIVATE": "x"}) == [
+                                   "NCCL_IB_GID_INDEX": 3, "_PRIVATE": "x"}) == [
         "-x", "NCCL_DEBUG=", "-x", "NCCL_IB_GID_INDEX=3", "-x", "NCCL_IB_HCA==mlx5_0:1", "-x", "NCCL_NVLS_ENABLE=false",
         "-x", "_PRIVATE=x"]
     assert mpirun.mpirun_env_args({}) == []
@@ -63,7 +63,7 @@ def test_mpirun_env_args_refuses_what_would_break_the_command_line(env, message)
 def test_mpirun_argv_is_the_one_command_line_of_the_three_roles():
     env = {"NCCL_IB_HCA": "=mlx5_0:1"}
     pair = mpirun.mpirun_argv("mpirun", ["--allow-run-as-root"], 16, ["./all_reduce_perf", "-b", "8", "-g", "1"],
-                                  env=env, hosts=["node1", "node2"], slots="8")
+                              env=env, hosts=["node1", "node2"], slots="8")
     assert pair == ["mpirun", "--allow-run-as-root", "-H", "node1:8,node2:8", "-np", "16", "-x", "NCCL_IB_HCA==mlx5_0:1",
                     "./all_reduce_perf", "-b", "8", "-g", "1"]
     assert mpirun.mpirun_argv("/opt/openmpi/bin/mpirun", [], 4, [], hostfile="/tmp/h") == [
@@ -89,7 +89,7 @@ def test_mpirun_argv_refuses_what_would_break_the_command_line(call, message):
     given.update(call)
     with pytest.raises(ValueError) as raised:
         mpirun.mpirun_argv(given["launcher"], given["args"], given["np"], given["command"], env=given.get("env"),
-                               hosts=given.get("hosts"), slots=given.get("slots"), hostfile=given.get("hostfile"))
+                           hosts=given.get("hosts"), slots=given.get("slots"), hostfile=given.get("hostfile"))
     assert str(raised.value).startswith(message), str(raised.value)
 
 
