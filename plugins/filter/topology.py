@@ -3,13 +3,17 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters for the fabric topology: ibnetdiscover, LLDP and nvidia-smi's Fabric section read, the
 host -> leaf map, Slurm's topology.conf, rails for NCCL and the cabling check (thin wrappers over
-module_utils/plan/topology.py)."""
+the readers module_utils/parse/ibnetdiscover.py, lldp.py and nvidia_smi_fabric.py, and
+module_utils/topology/)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ibnetdiscover as _ibnetdiscover, lldp as _lldp
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nvidia_smi_fabric as _nvidia_smi_fabric
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import cabling as _cabling, host_leaf as _host_leaf, labels as _labels, nvlink as _nvlink
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails as _rails, slurm_conf as _slurm_conf, tree as _tree
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import TEXT, Mapping, Sequence, expect, fail, filters
 
 
@@ -53,20 +57,20 @@ def _per_host(name, value, what):
 def parse_ibnetdiscover(value, node_name_map=None):
     if node_name_map is not None and not isinstance(node_name_map, TEXT):
         node_name_map = _mapping("parse_ibnetdiscover", node_name_map, "node_name_map as {GUID: name} or the map file's text")
-    return topology.parse_ibnetdiscover(_text("parse_ibnetdiscover", value, "ibnetdiscover's text (or a registered result)"),
-                                        node_name_map=node_name_map)
+    return _ibnetdiscover.parse_ibnetdiscover(_text("parse_ibnetdiscover", value, "ibnetdiscover's text (or a registered result)"),
+                                              node_name_map=node_name_map)
 
 
 def fabric_tree(parsed):
     if isinstance(parsed, TEXT) or (isinstance(parsed, Mapping) and "stdout" in parsed):
-        parsed = topology.parse_ibnetdiscover(_text("fabric_tree", parsed, "ibnetdiscover's text"))
-    return topology.fabric_tree(_mapping("fabric_tree", parsed, "parse_ibnetdiscover's result or ibnetdiscover's text"))
+        parsed = _ibnetdiscover.parse_ibnetdiscover(_text("fabric_tree", parsed, "ibnetdiscover's text"))
+    return _tree.fabric_tree(_mapping("fabric_tree", parsed, "parse_ibnetdiscover's result or ibnetdiscover's text"))
 
 
 def parse_lldp_neighbors(value):
     if isinstance(value, Mapping) and "lldp" in value:
-        return topology.parse_lldp_neighbors(_plain(value))   # lldpcli -f json, already loaded by from_json
-    return topology.parse_lldp_neighbors(_text("parse_lldp_neighbors", value, "lldpcli show neighbors output (text, json or keyvalue)"))
+        return _lldp.parse_lldp_neighbors(_plain(value))   # lldpcli -f json, already loaded by from_json
+    return _lldp.parse_lldp_neighbors(_text("parse_lldp_neighbors", value, "lldpcli show neighbors output (text, json or keyvalue)"))
 
 
 def host_leaf_map(ibnetdiscover=None, lldp=None, user_map=None, lldp_interfaces=None):
@@ -82,15 +86,15 @@ def host_leaf_map(ibnetdiscover=None, lldp=None, user_map=None, lldp_interfaces=
         lldp_interfaces = _plain(expect("host_leaf_map", lldp_interfaces, (list, tuple), "lldp_interfaces as a list of names"))
     if ibnetdiscover is None and lldp is None and user_map is None:
         fail("host_leaf_map", "needs at least one source: ibnetdiscover (the input), lldp= or user_map=")
-    return topology.host_leaf_map(ibnetdiscover=ibnetdiscover, lldp=lldp, user_map=user_map, lldp_interfaces=lldp_interfaces)
+    return _host_leaf.host_leaf_map(ibnetdiscover=ibnetdiscover, lldp=lldp, user_map=user_map, lldp_interfaces=lldp_interfaces)
 
 
 def parse_nvidia_smi_fabric(value):
-    return topology.parse_nvidia_smi_fabric(_text("parse_nvidia_smi_fabric", value, "nvidia-smi -q (or -q -x) output"))
+    return _nvidia_smi_fabric.parse_nvidia_smi_fabric(_text("parse_nvidia_smi_fabric", value, "nvidia-smi -q (or -q -x) output"))
 
 
 def nvlink_domains(per_host):
-    return topology.nvlink_domains(_per_host("nvlink_domains", per_host, "a mapping of host to nvidia-smi -q output"))
+    return _nvlink.nvlink_domains(_per_host("nvlink_domains", per_host, "a mapping of host to nvidia-smi -q output"))
 
 
 def slurm_topology_conf(source, plugin=None, leaf_spines=None, top_switch="top", block_sizes=None, block_prefix="block"):
@@ -101,8 +105,8 @@ def slurm_topology_conf(source, plugin=None, leaf_spines=None, top_switch="top",
     for option, value in (("plugin", plugin), ("top_switch", top_switch), ("block_prefix", block_prefix)):
         if value is not None and not isinstance(value, TEXT):
             fail("slurm_topology_conf", "%s must be a string, got %r" % (option, value))
-    return topology.slurm_topology_conf(source, plugin=plugin, leaf_spines=leaf_spines, top_switch=top_switch,
-                                        block_sizes=_plain(block_sizes), block_prefix=block_prefix)
+    return _slurm_conf.slurm_topology_conf(source, plugin=plugin, leaf_spines=leaf_spines, top_switch=top_switch,
+                                           block_sizes=_plain(block_sizes), block_prefix=block_prefix)
 
 
 def topology_node_labels(leaves=None, domains=None):
@@ -110,14 +114,14 @@ def topology_node_labels(leaves=None, domains=None):
         leaves = _mapping("topology_node_labels", leaves, "host_leaf_map's result or a mapping of host to leaf switch")
     if domains is not None:
         domains = _mapping("topology_node_labels", domains, "nvlink_domains' result or a mapping of host to NVLink domain")
-    return topology.node_labels(leaves, domains)
+    return _labels.node_labels(leaves, domains)
 
 
 def rail_report(host_topologies, nic_leaves=None):
     host_topologies = _per_host("rail_report", host_topologies, "a mapping of host to nvidia-smi topo -m (text or parsed)")
     if nic_leaves is not None:
         nic_leaves = _mapping("rail_report", nic_leaves, "nic_leaves as a mapping of host to {nic: leaf}")
-    return topology.rail_report(host_topologies, nic_leaves=nic_leaves)
+    return _rails.rail_report(host_topologies, nic_leaves=nic_leaves)
 
 
 def observed_attachment(ibnetdiscover=None, lldp=None, lldp_interfaces=None):
@@ -131,7 +135,7 @@ def observed_attachment(ibnetdiscover=None, lldp=None, lldp_interfaces=None):
         if isinstance(lldp_interfaces, TEXT):
             lldp_interfaces = [lldp_interfaces]
         lldp_interfaces = _plain(expect("observed_attachment", lldp_interfaces, (list, tuple), "lldp_interfaces as a list"))
-    return topology.observed_attachment(ibnetdiscover=ibnetdiscover, lldp=lldp, lldp_interfaces=lldp_interfaces)
+    return _cabling.observed_attachment(ibnetdiscover=ibnetdiscover, lldp=lldp, lldp_interfaces=lldp_interfaces)
 
 
 def cabling_check(observed, expected=None, rail_nics=None, rail_leaves=None):
@@ -140,7 +144,7 @@ def cabling_check(observed, expected=None, rail_nics=None, rail_leaves=None):
         expected = _mapping("cabling_check", expected, "expected as {host: leaf} or {host: {nic: leaf}}")
     if isinstance(rail_nics, TEXT):
         rail_nics = [n for n in rail_nics.lstrip("=").split(",") if n]   # an NCCL_IB_HCA value works too
-    return topology.cabling_check(observed, expected=expected, rail_nics=_plain(rail_nics), rail_leaves=_plain(rail_leaves))
+    return _cabling.cabling_check(observed, expected=expected, rail_nics=_plain(rail_nics), rail_leaves=_plain(rail_leaves))
 
 
 class FilterModule(object):

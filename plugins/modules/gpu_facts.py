@@ -165,8 +165,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, files, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology as fabric_topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nvidia_smi_fabric
 
 DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 
@@ -234,7 +233,7 @@ def main():
         done(_empty(peermem, toolkit, message))
 
     try:   # the same XML's Fabric fields: only the domain and why there is none (per-GPU health would churn the record)
-        fabric = fabric_topology.parse_nvidia_smi_fabric(result.stdout)
+        fabric = nvidia_smi_fabric.parse_nvidia_smi_fabric(result.stdout)
         fabric = {"domain": fabric["domain"], "reason": fabric["reason"]}
     except ValueError as exc:
         fabric = {"domain": None, "reason": "the Fabric fields could not be read: %s" % exc}

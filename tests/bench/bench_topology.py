@@ -20,7 +20,8 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm  # noqa: E402
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ibnetdiscover  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import slurm_conf, tree  # noqa: E402
 
 PER_LEAF = 32
 SPINES = 8
@@ -86,14 +87,14 @@ def main():
     failed = False
     for nodes in (1000, 4096):
         mapping, spines = fabric_map(nodes)
-        seconds, text = best_of(lambda: topology.slurm_topology_conf(mapping, leaf_spines=spines))
+        seconds, text = best_of(lambda: slurm_conf.slurm_topology_conf(mapping, leaf_spines=spines))
         check(text, nodes)
         print("topology.conf from a host -> leaf map  %5d nodes  %.3f s" % (nodes, seconds))
         if nodes == 1000 and seconds >= LIMIT_1000:
             print("FAIL: %d nodes took %.3f s, more than %.1f s" % (nodes, seconds, LIMIT_1000))
             failed = True
         ibnet = fabric_text(nodes)
-        seconds, text = best_of(lambda: topology.slurm_topology_conf(topology.fabric_tree(topology.parse_ibnetdiscover(ibnet))))
+        seconds, text = best_of(lambda: slurm_conf.slurm_topology_conf(tree.fabric_tree(ibnetdiscover.parse_ibnetdiscover(ibnet))))
         check(text, nodes)
         print("topology.conf from ibnetdiscover       %5d nodes  %.3f s  (%d characters parsed)" % (nodes, seconds, len(ibnet)))
         if nodes == 1000 and seconds >= LIMIT_1000:

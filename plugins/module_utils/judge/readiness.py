@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render.report import render_table
 
@@ -129,7 +129,7 @@ def rail_findings(records):
             maps[host] = {"gpu_nics": gpu_nics}
     if len(maps) < 2:
         return []
-    report = topology.rail_report(maps)
+    report = rails.rail_report(maps)
     return [finding("rail_mismatch", "warning", entry["host"], entry["text"],
                     "check the NIC enumeration on that node (BIOS, PCIe switch firmware, udev names) against the others; "
                     "until it matches, give it its own NCCL_IB_HCA order or NCCL_CROSS_NIC=1")

@@ -4,7 +4,7 @@ real 8x H200 capture (Completed/Success with an all-zero ClusterUUID) gives none
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import nvlink, slurm_conf
 from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts
 from moduletest import run_module, stub_bin, stub_path
 
@@ -25,11 +25,11 @@ def test_a_gb200_node_has_its_nvlink_domain(tmp_path, monkeypatch):
 
 def test_the_topology_role_takes_blocks_from_the_node_records(tmp_path, monkeypatch):
     gb200 = _facts(tmp_path, monkeypatch, ("nvidia_smi_fabric", "q_gb200x4_constructed.xml"))["fabric"]
-    domains = topology.nvlink_domains({"gb01": gb200, "gb02": gb200, "h200": {"domain": None, "reason": "zero"},
-                                       "new": None})
+    domains = nvlink.nvlink_domains({"gb01": gb200, "gb02": gb200, "h200": {"domain": None, "reason": "zero"},
+                                     "new": None})
     assert [d["hosts"] for d in domains["domains"]] == [["gb01", "gb02"]]
     assert domains["no_domain"] == {"h200": "zero", "new": "no NVLink facts for this host (run gpufabric.rdma.discover)"}
-    assert "BlockName=block1 Nodes=gb[01-02]" in topology.slurm_topology_conf(domains, plugin="block")
+    assert "BlockName=block1 Nodes=gb[01-02]" in slurm_conf.slurm_topology_conf(domains, plugin="block")
 
 
 def test_an_hgx_h200_node_has_none_and_says_why(tmp_path, monkeypatch):

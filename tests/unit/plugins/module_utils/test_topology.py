@@ -1,7 +1,8 @@
-"""module_utils/plan/topology.py against real captures: the X5 cluster's ibnetdiscover (PSMN, 2020), lldpcli from
-a Cumulus switch and from our own lldpd 1.0.16 lab, nvidia-smi -q from an H100 and the project's H200s, GB200
-Fabric excerpts posted in public issues, and nvidia-smi topo -m of an 8-GPU, 12-NIC node (fixture sources:
-/tmp/helper-topology-fixtures.md, to go into tests/unit/fixtures/README.md)."""
+"""module_utils/topology/ and its readers (parse/ibnetdiscover.py, parse/lldp.py, parse/nvidia_smi_fabric.py)
+against real captures: the X5 cluster's ibnetdiscover (PSMN, 2020), lldpcli from a Cumulus switch and from
+our own lldpd 1.0.16 lab, nvidia-smi -q from an H100 and the project's H200s, GB200 Fabric excerpts posted
+in public issues (fixture sources: /tmp/helper-topology-fixtures.md, to go into
+tests/unit/fixtures/README.md). The rails are in test_rails.py."""
 
 import os
 import subprocess
@@ -10,7 +11,17 @@ import sys
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology as T
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import normalize_guid, parse_ibnetdiscover, parse_node_name_map
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import switch_own_name
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.lldp import parse_lldp_neighbors
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_smi_fabric import _ZERO_UUID, parse_nvidia_smi_fabric
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import TopologyError, sanitize_name
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.tree import fabric_tree, switch_names
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.host_leaf import host_leaf_map, lldp_host_leaves
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.nvlink import nvlink_domains
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.slurm_conf import slurm_topology_conf
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.cabling import cabling_check, observed_attachment
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import compress_hostlist
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
@@ -26,12 +37,12 @@ X5_MAP = read("ibnetdiscover", "x5_psmn_node_name_map.txt")
 
 @pytest.fixture(scope="module")
 def x5():
-    return T.parse_ibnetdiscover(X5, node_name_map=X5_MAP)
+    return parse_ibnetdiscover(X5, node_name_map=X5_MAP)
 
 
 @pytest.fixture(scope="module")
 def x5_tree(x5):
-    return T.fabric_tree(x5)
+    return fabric_tree(x5)
 
 
 def read_conf(text):
@@ -64,7 +75,7 @@ def reach(name, nodes, children):
 # --- ibnetdiscover -------------------------------------------------------------------------------
 
 def test_x5_without_a_name_map_names_no_host_and_says_why():
-    parsed = T.parse_ibnetdiscover(X5)
+    parsed = parse_ibnetdiscover(X5)
     assert parsed["counts"] == {"switches": 11, "cas": 89, "hosts": 0, "links": 159}
     assert len(parsed["unnamed_cas"]) == 89
     assert "MT25408 ConnectX Mellanox Technologies" in parsed["warnings"][0]
@@ -102,7 +113,7 @@ def test_x5_tree_two_spine_levels_and_the_admins_spine_list(x5_tree):
                       "ib-0002c90200417670": 24, "ib-0008f10500200b50": 19}
     # X5.spine is the cluster admin's own list of the switches that only link switches.
     spines_file = [line for line in read("ibnetdiscover", "x5_psmn_spines.txt").split() if line.startswith("S-")]
-    assert sorted(x5_tree["spines"]) == sorted(T.normalize_guid(g) for g in spines_file)
+    assert sorted(x5_tree["spines"]) == sorted(normalize_guid(g) for g in spines_file)
     core = x5_tree["spines"]["0x0008f105001086a2"]
     assert (core["name"], core["level"]) == ("4036-86A2", 3)
     assert [x5_tree["switch_names"][g] for g in core["children"]] == ["ib-0008f1050010851e", "ib-0008f10500108530"]
@@ -118,11 +129,11 @@ def test_x5_leaves_hold_the_nodes_the_clusters_own_topology_conf_lists(x5_tree):
     ours = dict((guid, set(leaf["hosts"])) for guid, leaf in x5_tree["leaves"].items())
     assert len(theirs) == len(ours) == 6
     for name, hosts in theirs.items():
-        assert ours[T.normalize_guid(name)] == set(h for h in hosts if not h.startswith("H-")), name
+        assert ours[normalize_guid(name)] == set(h for h in hosts if not h.startswith("H-")), name
 
 
 def test_x5_topology_conf_is_connected_and_lists_every_node_once(x5_tree):
-    text = T.slurm_topology_conf(x5_tree)
+    text = slurm_topology_conf(x5_tree)
     assert "SwitchName=hoibp0013 Nodes=sl390lin[101-124]\n" in text
     assert "SwitchName=ib-0008f10500200b50 Nodes=r422node[1-2,5-8,15-16,35-36,39-40,57,65-66,69-70,103-104]\n" in text
     assert '# 0x0008f105002036b4 "Voltaire 4036 # hoibp0013"\n' in text
@@ -138,7 +149,7 @@ def test_x5_topology_conf_is_connected_and_lists_every_node_once(x5_tree):
 
 
 def test_mf0_descriptions_give_the_switch_names_and_a_link_printed_once_counts():
-    parsed = T.parse_ibnetdiscover(read("ibnetdiscover", "mf0_quantum_lines_topograph_ib_test.txt"))
+    parsed = parse_ibnetdiscover(read("ibnetdiscover", "mf0_quantum_lines_topograph_ib_test.txt"))
     names = dict((s["guid"], s["name"]) for s in parsed["switches"])
     assert names["0xb8cef603008032b8"] == "SJC3-A04-IB-ComputeLeaf-007"
     assert names["0x08c0eb03008cc87c"] == "IB-ComputeSpine-03"
@@ -148,10 +159,10 @@ def test_mf0_descriptions_give_the_switch_names_and_a_link_printed_once_counts()
     # Leaf-007's port 23 goes to Spine-03 port 39; Spine-03's block does not print it, the link is kept.
     assert [p["remote_name"] for p in spine3["ports"] if p["port"] == 39] == ["SJC3-A04-IB-ComputeLeaf-007"]
     assert any("only the switch side prints the link" in w for w in parsed["warnings"])
-    tree = T.fabric_tree(parsed)
+    tree = fabric_tree(parsed)
     assert tree["leaves"] == {} and len(tree["unreached"]) == 6
-    with pytest.raises(T.TopologyError, match="no host is attached"):
-        T.slurm_topology_conf(tree)
+    with pytest.raises(TopologyError, match="no host is attached"):
+        slurm_topology_conf(tree)
 
 
 def _fat_tree_text(pods=2, leaves=2, hosts=2, pod_spines=2, cores=2):
@@ -192,12 +203,12 @@ def _fat_tree_text(pods=2, leaves=2, hosts=2, pod_spines=2, cores=2):
 
 
 def test_three_level_fat_tree_gets_cores_above_the_pod_spines():
-    tree = T.fabric_tree(T.parse_ibnetdiscover(_fat_tree_text()))
+    tree = fabric_tree(parse_ibnetdiscover(_fat_tree_text()))
     assert tree["levels"] == 3
     assert sorted(tree["leaf_hosts"]) == ["pod1-leaf1", "pod1-leaf2", "pod2-leaf1", "pod2-leaf2"]
     assert tree["leaf_spines"]["pod2-leaf1"] == ["pod2-spine1", "pod2-spine2"]
     assert tree["roots"] == ["core1", "core2"]
-    text = T.slurm_topology_conf(tree)
+    text = slurm_topology_conf(tree)
     assert "SwitchName=pod1-leaf1 Nodes=p1l1n[1-2]\n" in text
     assert "SwitchName=pod1-spine1 Switches=pod1-leaf[1-2]\n" in text
     assert "SwitchName=core1 Switches=pod1-spine[1-2],pod2-spine[1-2]\n" in text
@@ -218,12 +229,12 @@ def test_a_service_node_on_a_spine_does_not_make_the_spine_a_leaf():
         lines += ['[%d]\t"H-0000000000000%d%02d"[1](%d%02d)\t\t# "node%d%02d mlx5_0" lid %d 4xHDR' % (n, leaf, n, leaf, n, leaf, n, 10 * leaf + n)
                   for n in range(1, 4)]
         lines += ['[9]\t"S-00000000000000a0"[%d]\t\t# "MF0;spine1:MQM8700/U1" lid 1 4xHDR' % leaf, ""]
-    tree = T.fabric_tree(T.parse_ibnetdiscover("\n".join(lines)))
+    tree = fabric_tree(parse_ibnetdiscover("\n".join(lines)))
     assert sorted(tree["leaf_hosts"]) == ["leaf1", "leaf2"]
     assert [s["name"] for s in tree["spines"].values()] == ["spine1"]
     assert tree["off_tree_hosts"] == {"ufm01": ["spine1"]}
     assert "ufm01 on spine1" in tree["warnings"][0]
-    text = T.slurm_topology_conf(tree)
+    text = slurm_topology_conf(tree)
     assert "SwitchName=spine1 Switches=leaf[1-2]\n" in text and "ufm01" not in text
 
 
@@ -236,32 +247,32 @@ def test_rail_leaves_with_the_same_hosts_become_one_switch():
         for h in range(1, 5):
             lines.append('[%d]\t"H-%016x"[1](%x)\t\t# "gpu%02d mlx5_%d" lid %d 4xNDR' % (h, 100 * rail + h, 100 * rail + h, h, rail - 1, 10 * rail + h))
         lines.append("")
-    tree = T.fabric_tree(T.parse_ibnetdiscover("\n".join(lines)))
+    tree = fabric_tree(parse_ibnetdiscover("\n".join(lines)))
     assert tree["rail_groups"] == [{"leaves": ["su1-rail1", "su1-rail2"], "hosts": ["gpu01", "gpu02", "gpu03", "gpu04"]}]
     assert tree["host_leaves"]["gpu03"] == ["su1-rail1", "su1-rail2"]
-    text = T.slurm_topology_conf(tree)
+    text = slurm_topology_conf(tree)
     assert "SwitchName=su1-rail1 Nodes=gpu[01-04]\n" in text and "su1-rail2 Nodes" not in text
     assert "same nodes as su1-rail2" in text
 
 
 def test_a_cut_off_ibnetdiscover_keeps_what_it_can_and_says_so():
     cut = X5[:X5.index("[20]\t\"S-0008f10500108098\"[11]")] + "[20]\t\"S-0008f1050"
-    parsed = T.parse_ibnetdiscover(cut, node_name_map=X5_MAP)
+    parsed = parse_ibnetdiscover(cut, node_name_map=X5_MAP)
     assert parsed["counts"]["switches"] >= 1
     assert any("could not be read" in w for w in parsed["warnings"])
-    crlf = T.parse_ibnetdiscover(X5.replace("\n", "\r\n"), node_name_map=X5_MAP)
+    crlf = parse_ibnetdiscover(X5.replace("\n", "\r\n"), node_name_map=X5_MAP)
     assert crlf["counts"] == {"switches": 11, "cas": 89, "hosts": 86, "links": 159}
-    ansi = T.parse_ibnetdiscover("\x1b[1m" + X5.replace("Switch\t", "\x1b[32mSwitch\x1b[0m\t"), node_name_map=X5_MAP)
+    ansi = parse_ibnetdiscover("\x1b[1m" + X5.replace("Switch\t", "\x1b[32mSwitch\x1b[0m\t"), node_name_map=X5_MAP)
     assert ansi["counts"]["switches"] == 11
-    with pytest.raises(T.TopologyError, match="no Switch or Ca block"):
-        T.parse_ibnetdiscover("ibwarn: [1234] mad_rpc_open_port: can't open UMAD port ((null):0)\n")
+    with pytest.raises(TopologyError, match="no Switch or Ca block"):
+        parse_ibnetdiscover("ibwarn: [1234] mad_rpc_open_port: can't open UMAD port ((null):0)\n")
 
 
 def test_node_name_map_file_format_and_bad_guids():
-    names = T.parse_node_name_map('# ibnetdiscover --node-name-map\n0x0002c9030004823c "r815lin106"\nS-0008f105002036b4 edge-13\n')
+    names = parse_node_name_map('# ibnetdiscover --node-name-map\n0x0002c9030004823c "r815lin106"\nS-0008f105002036b4 edge-13\n')
     assert names == {"0x0002c9030004823c": "r815lin106", "0x0008f105002036b4": "edge-13"}
-    with pytest.raises(T.TopologyError, match="line 1: 'node7' is not a GUID"):
-        T.parse_node_name_map("node7 gpu07\n")
+    with pytest.raises(TopologyError, match="line 1: 'node7' is not a GUID"):
+        parse_node_name_map("node7 gpu07\n")
 
 
 # --- names and hostlists -------------------------------------------------------------------------
@@ -275,7 +286,7 @@ def test_node_name_map_file_format_and_bad_guids():
     (["ib-0008f10500108098", "ib-0008f10500200b50"], "ib-0008f10500200b50,ib-0008f10500108098"),
 ])
 def test_compress_hostlist_folds_like_slurm_and_expands_back(names, expected):
-    assert T.compress_hostlist(names) == expected
+    assert compress_hostlist(names) == expected
     assert sorted(slurm.expand_hostlist(expected)) == sorted(names)
 
 
@@ -284,42 +295,42 @@ def test_compress_hostlist_folds_like_slurm_and_expands_back(names, expected):
     ("leaf1\nSwitchName=evil", "a newline"), ("-leaf", "'-'"), ("x" * 65, "65 characters"),
 ])
 def test_bad_switch_names_are_refused_naming_the_value(bad, message):
-    with pytest.raises(T.TopologyError, match=message):
-        T.slurm_topology_conf({"node01": bad})
+    with pytest.raises(TopologyError, match=message):
+        slurm_topology_conf({"node01": bad})
 
 
 def test_a_bad_node_name_from_a_map_is_named():
-    with pytest.raises(T.TopologyError, match=r"node name \(under leaf leaf1\) 'gpu 07' holds a space"):
-        T.slurm_topology_conf({"gpu 07": "leaf1"})
+    with pytest.raises(TopologyError, match=r"node name \(under leaf leaf1\) 'gpu 07' holds a space"):
+        slurm_topology_conf({"gpu 07": "leaf1"})
 
 
 def test_descriptions_become_names_the_same_way_every_time():
-    assert T.switch_own_name("MF0;PG21A-R10-IB:Q3400_RA/U2") == "PG21A-R10-IB"
-    assert T.switch_own_name("SwitchIB Mellanox Technologies") is None
-    assert T.sanitize_name("Rack 12 / Leaf #3") == "Rack-12-Leaf-3"
+    assert switch_own_name("MF0;PG21A-R10-IB:Q3400_RA/U2") == "PG21A-R10-IB"
+    assert switch_own_name("SwitchIB Mellanox Technologies") is None
+    assert sanitize_name("Rack 12 / Leaf #3") == "Rack-12-Leaf-3"
     parsed = {"switches": [{"guid": "0x0000000000000a01", "name": "leaf 1"}, {"guid": "0x0000000000000a02", "name": "leaf-1"},
                            {"guid": "0x0000000000000a03", "name": None}]}
-    assert T.switch_names(parsed) == {"0x0000000000000a01": "leaf-1-0a01", "0x0000000000000a02": "leaf-1-0a02",
-                                      "0x0000000000000a03": "ib-0000000000000a03"}
+    assert switch_names(parsed) == {"0x0000000000000a01": "leaf-1-0a01", "0x0000000000000a02": "leaf-1-0a02",
+                                    "0x0000000000000a03": "ib-0000000000000a03"}
 
 
 def test_map_input_gets_spines_and_a_top_switch():
     mapping = dict(("node%02d" % n, "leaf%d" % ((n - 1) // 16 + 1)) for n in range(1, 65))
     spines = dict(("leaf%d" % l, ["spine1", "spine2"]) for l in range(1, 5))
-    text = T.slurm_topology_conf(mapping, leaf_spines=spines)
+    text = slurm_topology_conf(mapping, leaf_spines=spines)
     assert "SwitchName=leaf1 Nodes=node[01-16]\n" in text
     assert "SwitchName=spine1 Switches=leaf[1-4]\n" in text
     assert text.endswith("SwitchName=top Switches=spine[1-2]\n")
-    with pytest.raises(T.TopologyError, match="top_switch 'spine1' is already"):
-        T.slurm_topology_conf(mapping, leaf_spines=spines, top_switch="spine1")
-    single = T.slurm_topology_conf({"node01": "leaf1", "node02": "leaf1"})
+    with pytest.raises(TopologyError, match="top_switch 'spine1' is already"):
+        slurm_topology_conf(mapping, leaf_spines=spines, top_switch="spine1")
+    single = slurm_topology_conf({"node01": "leaf1", "node02": "leaf1"})
     assert "SwitchName=top" not in single
 
 
 def test_one_thousand_nodes_render_to_a_connected_tree():
     mapping = dict(("gpu%04d" % n, "leaf%02d" % ((n - 1) // 32 + 1)) for n in range(1, 1001))
     spines = dict(("leaf%02d" % l, ["spine%d" % s for s in range(1, 9)]) for l in range(1, 33))
-    text = T.slurm_topology_conf(mapping, leaf_spines=spines)
+    text = slurm_topology_conf(mapping, leaf_spines=spines)
     nodes, children = read_conf(text)
     assert len(nodes) == 32 and len(children) == 9
     assert nodes["leaf01"] == ["gpu%04d" % n for n in range(1, 33)]
@@ -327,7 +338,7 @@ def test_one_thousand_nodes_render_to_a_connected_tree():
     assert "SwitchName=leaf32 Nodes=gpu[0993-1000]\n" in text
     assert children["spine3"] == ["leaf%02d" % l for l in range(1, 33)]
     assert reach("top", nodes, children) == set(mapping)
-    assert text == T.slurm_topology_conf(dict(reversed(list(mapping.items()))), leaf_spines=spines)   # order-free
+    assert text == slurm_topology_conf(dict(reversed(list(mapping.items()))), leaf_spines=spines)   # order-free
 
 
 # --- LLDP ----------------------------------------------------------------------------------------
@@ -337,7 +348,7 @@ LAB = dict((host, dict((form, read("lldp", "lldpcli_neighbors_%s_lab.%s" % (host
 
 
 def test_cumulus_switch_neighbours_in_the_text_form():
-    parsed = T.parse_lldp_neighbors(read("lldp", "lldpcli_neighbors_cumulus_switch_docs.txt"))
+    parsed = parse_lldp_neighbors(read("lldp", "lldpcli_neighbors_cumulus_switch_docs.txt"))
     assert parsed["format"] == "text"
     assert sorted(parsed["interfaces"]) == ["eth0", "swp1", "swp2", "swp3", "swp4", "swp49s0", "swp49s1"]
     eth0 = parsed["interfaces"]["eth0"]
@@ -349,48 +360,48 @@ def test_cumulus_switch_neighbours_in_the_text_form():
 
 @pytest.mark.parametrize("form", ["txt", "json", "keyvalue"])
 def test_lab_neighbours_read_the_same_in_every_form(form):
-    parsed = T.parse_lldp_neighbors(LAB["gpunode08"][form])
+    parsed = parse_lldp_neighbors(LAB["gpunode08"][form])
     got = dict((ifname, (n["chassis_name"], n["chassis_id"], n["port_id"])) for ifname, n in parsed["interfaces"].items())
     assert got == {"ens1np0": ("leaf02", "ea:54:c0:ca:9c:9b", "swp8"), "ens2np0": ("leaf01", "52:84:0d:36:d4:c8", "swp8")}
 
 
 def test_one_interface_json_and_json0():
-    one = T.parse_lldp_neighbors(read("lldp", "lldpcli_neighbors_gpunode07_one_port_lab.json"))
+    one = parse_lldp_neighbors(read("lldp", "lldpcli_neighbors_gpunode07_one_port_lab.json"))
     assert list(one["interfaces"]) == ["ens1np0"] and one["interfaces"]["ens1np0"]["chassis_name"] == "leaf01"
-    zero = T.parse_lldp_neighbors(read("lldp", "lldpcli_neighbors_gpunode07_lab.json0"))
+    zero = parse_lldp_neighbors(read("lldp", "lldpcli_neighbors_gpunode07_lab.json0"))
     assert zero["interfaces"]["ens2np0"]["chassis_name"] == "leaf02"
     assert zero["interfaces"]["ens2np0"]["port_id"] == "swp7"
 
 
 def test_a_switch_without_a_system_name_is_named_by_its_chassis_id():
-    parsed = T.parse_lldp_neighbors(read("lldp", "lldpcli_neighbors_no_sysname_lldpd372.txt"))
+    parsed = parse_lldp_neighbors(read("lldp", "lldpcli_neighbors_no_sysname_lldpd372.txt"))
     nic = parsed["interfaces"]["ens3f0"]
     assert (nic["chassis_name"], nic["chassis_id"], nic["port_id_type"], nic["port_id"]) == (None, "a4:8c:db:6a:09:00", "local", "34")
     assert "sends no system name" in parsed["warnings"][0]
-    leaves = T.lldp_host_leaves({"controller-3": read("lldp", "lldpcli_neighbors_no_sysname_lldpd372.txt")})
+    leaves = lldp_host_leaves({"controller-3": read("lldp", "lldpcli_neighbors_no_sysname_lldpd372.txt")})
     assert leaves["controller-3"]["leaf"] == "a4:8c:db:6a:09:00"
 
 
 def test_keyvalue_interface_names_with_dots():
     text = "lldp.eth0.100.via=LLDP\nlldp.eth0.100.chassis.mac=00:01:00:00:09:00\nlldp.eth0.100.chassis.name=MSP-1\n" \
            "lldp.eth0.100.port.ifname=swp1\nlldp.eth0.via=LLDP\nlldp.eth0.chassis.name=tor1\nlldp.eth0.port.local=34\n"
-    parsed = T.parse_lldp_neighbors(text)
+    parsed = parse_lldp_neighbors(text)
     assert parsed["format"] == "keyvalue"
     assert (parsed["interfaces"]["eth0.100"]["chassis_name"], parsed["interfaces"]["eth0.100"]["port_id"]) == ("MSP-1", "swp1")
     assert (parsed["interfaces"]["eth0"]["port_id_type"], parsed["interfaces"]["eth0"]["port_id"]) == ("local", "34")
 
 
 def test_truncated_json_and_junk_are_named():
-    with pytest.raises(T.TopologyError, match="not JSON"):
-        T.parse_lldp_neighbors(LAB["gpunode07"]["json"][:300])
-    with pytest.raises(T.TopologyError, match="not lldpcli output"):
-        T.parse_lldp_neighbors("Unable to connect to lldpd daemon (running?)\n")
+    with pytest.raises(TopologyError, match="not JSON"):
+        parse_lldp_neighbors(LAB["gpunode07"]["json"][:300])
+    with pytest.raises(TopologyError, match="not lldpcli output"):
+        parse_lldp_neighbors("Unable to connect to lldpd daemon (running?)\n")
 
 
 def test_host_leaf_map_takes_sources_in_order_and_says_which():
     lldp = dict((host, LAB[host]["txt"]) for host in LAB)
-    result = T.host_leaf_map(ibnetdiscover=T.parse_ibnetdiscover(X5, X5_MAP), lldp=lldp,
-                             user_map="sl390lin1 leafZ\ngpunode09 leaf03\n")
+    result = host_leaf_map(ibnetdiscover=parse_ibnetdiscover(X5, X5_MAP), lldp=lldp,
+                           user_map="sl390lin1 leafZ\ngpunode09 leaf03\n")
     hosts = result["hosts"]
     assert hosts["sl390lin1"] == {"leaf": "ib-0002c90200417670", "leaves": ["ib-0002c90200417670"], "source": "ibnetdiscover"}
     assert hosts["gpunode07"]["source"] == "lldp" and hosts["gpunode07"]["leaves"] == ["leaf01", "leaf02"]
@@ -399,7 +410,7 @@ def test_host_leaf_map_takes_sources_in_order_and_says_which():
     assert result["conflicts"] == ["sl390lin1: ibnetdiscover says ib-0002c90200417670, user_map says leafZ (ibnetdiscover kept)"]
     assert result["leaf_spines"]["hoibp0013"] == ["4036-8C5C", "ib-0008f1050010851e", "ib-0008f10500108098",
                                                   "ib-0008f10500108530"]
-    text = T.slurm_topology_conf(result)
+    text = slurm_topology_conf(result)
     assert "SwitchName=leaf03 Nodes=gpunode09\n" in text
     assert "SwitchName=leaf01 Nodes=gpunode[07-08]\n" in text
 
@@ -407,33 +418,33 @@ def test_host_leaf_map_takes_sources_in_order_and_says_which():
 # --- NVLink domains ------------------------------------------------------------------------------
 
 def test_h200_and_h100_report_completed_but_have_no_multi_node_domain():
-    h200 = T.parse_nvidia_smi_fabric(read("nvidia_smi", "q_h200x8.xml"))
+    h200 = parse_nvidia_smi_fabric(read("nvidia_smi", "q_h200x8.xml"))
     assert h200["domain"] is None and len(h200["gpus"]) == 8
-    assert h200["gpus"][0]["state"] == "Completed" and h200["gpus"][0]["cluster_uuid"] == T._ZERO_UUID
+    assert h200["gpus"][0]["state"] == "Completed" and h200["gpus"][0]["cluster_uuid"] == _ZERO_UUID
     assert h200["reason"].startswith("all 8 GPUs: ClusterUUID is all zeros")
-    h100 = T.parse_nvidia_smi_fabric(read("nvidia_smi_fabric", "q_h100_della_jdh4.txt"))
+    h100 = parse_nvidia_smi_fabric(read("nvidia_smi_fabric", "q_h100_della_jdh4.txt"))
     assert (h100["gpus"][0]["name"], h100["gpus"][0]["bus_id"]) == ("NVIDIA H100 80GB HBM3", "00000000:DB:00.0")
     assert h100["domain"] is None and "all zeros" in h100["reason"]
 
 
 def test_gb200_excerpts_give_the_domain_or_the_reason():
-    healthy = T.parse_nvidia_smi_fabric(read("nvidia_smi_fabric", "q_gb200_fabric_grep_dra626.txt"))
+    healthy = parse_nvidia_smi_fabric(read("nvidia_smi_fabric", "q_gb200_fabric_grep_dra626.txt"))
     assert healthy["domain"] == {"cluster_uuid": "dc6e40c4-d722-4357-9ba6-5291dd461278", "clique_id": 2}
     assert healthy["warnings"] == ["GPU 0: fabric health is Unhealthy"]
-    starved = T.parse_nvidia_smi_fabric(read("nvidia_smi_fabric", "q_gb200_insufficient_resources_azhpc506.txt"))
+    starved = parse_nvidia_smi_fabric(read("nvidia_smi_fabric", "q_gb200_insufficient_resources_azhpc506.txt"))
     assert starved["domain"] is None and starved["reason"] == "GPU 0: fabric Status is Insufficient Resources"
 
 
 def test_gb200_text_and_xml_and_gpus_that_disagree():
     text = read("nvidia_smi_fabric", "q_gb200x4_constructed.txt")
-    parsed = T.parse_nvidia_smi_fabric(text)
+    parsed = parse_nvidia_smi_fabric(text)
     assert parsed["domain"] == {"cluster_uuid": "6a130f54-faaa-4b8f-847f-be44ab70f917", "clique_id": 32766}
     assert [g["bus_id"] for g in parsed["gpus"]] == ["00000008:01:00.0", "00000009:01:00.0", "00000018:01:00.0", "00000019:01:00.0"]
-    xml = T.parse_nvidia_smi_fabric(read("nvidia_smi_fabric", "q_gb200x4_constructed.xml"))
+    xml = parse_nvidia_smi_fabric(read("nvidia_smi_fabric", "q_gb200x4_constructed.xml"))
     assert xml["domain"] == {"cluster_uuid": "9c6f5af3-53bf-49b5-a436-b66766c413c3", "clique_id": 4026}
-    split = T.parse_nvidia_smi_fabric(text.replace(": 32766", ": 32767", 1))
+    split = parse_nvidia_smi_fabric(text.replace(": 32766", ": 32767", 1))
     assert split["domain"] is None and "different NVLink domains" in split["reason"]
-    waiting = T.parse_nvidia_smi_fabric(text.replace(": Completed", ": In Progress"))
+    waiting = parse_nvidia_smi_fabric(text.replace(": Completed", ": In Progress"))
     assert waiting["reason"] == "all 4 GPUs: fabric registration is In Progress, not Completed"
 
 
@@ -442,80 +453,29 @@ def test_nvl72_domains_become_blocks():
     per_host = dict(("gb-r1n%02d" % n, tray) for n in range(1, 19))
     per_host.update(("gb-r2n%02d" % n, tray.replace(": 32766", ": 32700")) for n in range(1, 18))
     per_host["h200-01"] = read("nvidia_smi", "q_h200x8.xml")
-    domains = T.nvlink_domains(per_host)
+    domains = nvlink_domains(per_host)
     assert [len(d["hosts"]) for d in domains["domains"]] == [18, 17]
     assert domains["host_domain"]["gb-r2n05"] == "6a130f54-faaa-4b8f-847f-be44ab70f917/32700"
     assert list(domains["no_domain"]) == ["h200-01"]
-    text = T.slurm_topology_conf(domains, block_sizes=[18, 72])
+    text = slurm_topology_conf(domains, block_sizes=[18, 72])
     assert "BlockName=block1 Nodes=gb-r1n[01-18]\n" in text
     assert "BlockName=block2 Nodes=gb-r2n[01-17]\n" in text
     assert "# block2 has 17 nodes, fewer than the base block size 18" in text
     assert "# note: h200-01: no NVLink domain (all 8 GPUs: ClusterUUID is all zeros" in text
     assert text.endswith("BlockSizes=18,72\n")
-    with pytest.raises(T.TopologyError, match="54 after 18"):
-        T.slurm_topology_conf(domains, block_sizes=[18, 54])   # 54/18 = 3 is not a power of two
-    with pytest.raises(T.TopologyError, match="36 after 36"):
-        T.slurm_topology_conf(domains, block_sizes=[18, 36, 36])
-    with pytest.raises(T.TopologyError, match="'x18' is not a whole number"):
-        T.slurm_topology_conf(domains, block_sizes=["x18"])
-
-
-# --- rails -----------------------------------------------------------------------------------------
-
-TOPO_7 = read("nvidia_smi_fabric", "topo_nv18x8_12nic_aihub0007.txt")
-TOPO_8_GLUED = read("nvidia_smi_fabric", "topo_nv18x8_12nic_aihub0008_glued_cells.txt")
-TOPO_SWAP = read("nvidia_smi_fabric", "topo_nv18x8_12nic_aihub0007_edited_swap.txt")
-
-
-def test_the_majority_rail_map_is_the_hca_list_the_operators_used():
-    report = T.rail_report({"aihub0007": TOPO_7, "aihub0009": TOPO_7})
-    assert report["majority"] == {"GPU0": "mlx5_0", "GPU1": "mlx5_1", "GPU2": "mlx5_2", "GPU3": "mlx5_5",
-                                  "GPU4": "mlx5_6", "GPU5": "mlx5_7", "GPU6": "mlx5_8", "GPU7": "mlx5_11"}
-    # the same list the cluster's operators set by hand (NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_2,mlx5_5,... in the repository)
-    assert report["nccl_ib_hca"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_11"
-    assert report["consistent"] == ["aihub0007", "aihub0009"] and report["differing"] == []
-    assert report["nccl_cross_nic"]["value"] is None and "give nic_leaves" in report["nccl_cross_nic"]["reason"]
-
-
-def test_a_node_with_two_nics_swapped_is_named():
-    report = T.rail_report({"aihub0007": TOPO_7, "aihub0009": TOPO_7, "node07": TOPO_SWAP})
-    assert [d["host"] for d in report["differing"]] == ["node07"]
-    assert report["differing"][0]["text"] == (
-        "node07: GPU2 -> mlx5_5, majority mlx5_2; GPU3 -> mlx5_2, majority mlx5_5 "
-        "(two NICs swapped: mlx5_2 and mlx5_5 swapped between GPU2 and GPU3)")
-    assert report["differing"][0]["gpus"]["GPU3"] == {"nic": "mlx5_2", "majority": "mlx5_5"}
-    assert report["nccl_ib_hca"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_11"
-    assert report["nccl_cross_nic"] == {
-        "value": None, "reason": "rails are not the same on every node (node07): keep NCCL's default NCCL_CROSS_NIC=2 until they are"}
-
-
-def test_a_damaged_capture_and_a_node_without_nics_are_reported_not_guessed():
-    report = T.rail_report({"aihub0007": TOPO_7, "aihub0008": TOPO_8_GLUED,
-                            "h200": read("nvidia_smi", "topo_h200x8.txt")})
-    assert report["no_nics"] == ["h200"]
-    assert list(report["ambiguous"]["aihub0008"]) == ["GPU5"]      # "PIXNODE": two cells glued in the paste
-    assert any(w.startswith("aihub0008: GPU5 has 10 NICs at the same distance") for w in report["warnings"])
-    assert report["majority"]["GPU5"] == "mlx5_7"
-    assert report["nccl_cross_nic"]["value"] is None and "aihub0008" in report["nccl_cross_nic"]["reason"]
-
-
-def test_cross_nic_zero_only_when_every_leaf_carries_one_rail():
-    rails = ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_11"]
-    optimized = dict((h, dict((nic, "su1-rail%d" % i) for i, nic in enumerate(rails))) for h in ("a", "b"))
-    report = T.rail_report({"a": TOPO_7, "b": TOPO_7}, nic_leaves=optimized)
-    assert report["nccl_cross_nic"]["value"] == 0
-    assert "rail-optimized" in report["nccl_cross_nic"]["reason"]
-    one_leaf = dict((h, dict((nic, "tor1") for nic in rails)) for h in ("a", "b"))
-    report = T.rail_report({"a": TOPO_7, "b": TOPO_7}, nic_leaves=one_leaf)
-    assert report["nccl_cross_nic"]["value"] is None
-    assert report["nccl_cross_nic"]["reason"].startswith("leaf tor1 carries rails 0, 1, 2, 3, 4, 5, 6, 7")
+    with pytest.raises(TopologyError, match="54 after 18"):
+        slurm_topology_conf(domains, block_sizes=[18, 54])   # 54/18 = 3 is not a power of two
+    with pytest.raises(TopologyError, match="36 after 36"):
+        slurm_topology_conf(domains, block_sizes=[18, 36, 36])
+    with pytest.raises(TopologyError, match="'x18' is not a whole number"):
+        slurm_topology_conf(domains, block_sizes=["x18"])
 
 
 # --- cabling -------------------------------------------------------------------------------------
 
 def test_lab_node_cabled_crosswise_is_named_port_by_port():
-    observed = T.observed_attachment(lldp=dict((h, LAB[h]["json"]) for h in LAB))
-    check = T.cabling_check(observed, rail_nics=["ens1np0", "ens2np0"], rail_leaves=["leaf01", "leaf02"])
+    observed = observed_attachment(lldp=dict((h, LAB[h]["json"]) for h in LAB))
+    check = cabling_check(observed, rail_nics=["ens1np0", "ens2np0"], rail_leaves=["leaf01", "leaf02"])
     assert check["checked"] == 4 and check["correct"] == 2
     assert check["miscabled"] == [
         {"host": "gpunode08", "nic": "ens1np0", "port": "swp8", "observed": "leaf02", "expected": "leaf01"},
@@ -524,26 +484,26 @@ def test_lab_node_cabled_crosswise_is_named_port_by_port():
 
 
 def test_the_inferred_plan_needs_a_majority():
-    observed = T.observed_attachment(lldp=dict((h, LAB[h]["txt"]) for h in LAB))
-    tie = T.cabling_check(observed, rail_nics=["ens1np0", "ens2np0"])
+    observed = observed_attachment(lldp=dict((h, LAB[h]["txt"]) for h in LAB))
+    tie = cabling_check(observed, rail_nics=["ens1np0", "ens2np0"])
     assert tie["checked"] == 0 and "no leaf holds most hosts" in tie["warnings"][0]
     observed["gpunode09"] = {"ens1np0": "leaf01", "ens2np0": "leaf02"}
-    plan = T.cabling_check(observed, rail_nics="=ens1np0,ens2np0".lstrip("=").split(","))
+    plan = cabling_check(observed, rail_nics="=ens1np0,ens2np0".lstrip("=").split(","))
     assert [(m["host"], m["nic"]) for m in plan["miscabled"]] == [("gpunode08", "ens1np0"), ("gpunode08", "ens2np0")]
     assert plan["warnings"][0] == "rail 0 (ens1np0): planned on leaf01, the leaf 2 of 3 host(s) use"
 
 
 def test_x5_cabling_matches_the_clusters_own_plan_and_a_moved_host_is_caught(x5):
     theirs, ignored = read_conf(read("ibnetdiscover", "x5_psmn_topology_conf_hpc_toolset.conf"))
-    names = T.switch_names(x5)
-    plan = dict((host, names[T.normalize_guid(switch)]) for switch, hosts in theirs.items()
+    names = switch_names(x5)
+    plan = dict((host, names[normalize_guid(switch)]) for switch, hosts in theirs.items()
                 for host in hosts if not host.startswith("H-"))
-    observed = T.observed_attachment(x5)
-    clean = T.cabling_check(observed, expected=plan)
+    observed = observed_attachment(x5)
+    clean = cabling_check(observed, expected=plan)
     assert (clean["checked"], clean["correct"], clean["miscabled"], clean["missing"]) == (86, 86, [], [])
     plan["sl390lin22"] = "hoibp0013"
     plan["ghost01"] = "hoibp0013"
-    moved = T.cabling_check(observed, expected=plan)
+    moved = cabling_check(observed, expected=plan)
     assert moved["messages"][0] == "ghost01 (any NIC): not seen on the fabric, expected on hoibp0013"
     assert moved["miscabled"] == [{"host": "sl390lin22", "nic": "0x78e7d1030022773c", "port": 36,
                                    "observed": "4036-369C", "expected": "hoibp0013"}]
@@ -562,24 +522,30 @@ SHAPES = {
     "tabs": "\t" * N + "#",
 }
 CALLS = {
-    "parse_ibnetdiscover": ("T.parse_ibnetdiscover('Switch 36 \"S-0002c90200417670\" # \"x\" base port 0 lid 1 lmc 0\\n'"
+    "parse_ibnetdiscover": ("parse_ibnetdiscover('Switch 36 \"S-0002c90200417670\" # \"x\" base port 0 lid 1 lmc 0\\n'"
                             " + '[1]\\t\"S-0002c90200417671\"[2] # ' + t)", ""),
-    "parse_ibnetdiscover header": ('T.parse_ibnetdiscover(\'Switch 36 "S-0002c90200417670" # \' + t + "\\n[1]\\t\\"S-01\\"[1]")', ""),
-    "parse_lldp_neighbors": ('T.parse_lldp_neighbors("Interface:    eth0, via: LLDP\\n  Chassis:\\n" + t)', ""),
-    "parse_lldp_neighbors keyvalue": ('T.parse_lldp_neighbors("lldp.eth0.via=LLDP\\nlldp.eth0." + t)', ""),
-    "parse_lldp_neighbors keyvalue dots": ('T.parse_lldp_neighbors("lldp.eth0.via=LLDP\\nlldp." + ".via" * (N // 4) + t)', ""),
-    "parse_nvidia_smi_fabric": ('T.parse_nvidia_smi_fabric("GPU 00000000:DB:00.0\\n    Fabric\\n        State " + t)', ""),
-    "compress_hostlist": ('T.compress_hostlist([t.replace(" ", "x")[:N], "n" + "0" * 5 + "1"])', ""),
-    "natural_key": ("T.natural_key(t)", ""),
-    "check_slurm_name": ("T.check_slurm_name(t, 'x', 10 ** 6)", ""),
+    "parse_ibnetdiscover header": ('parse_ibnetdiscover(\'Switch 36 "S-0002c90200417670" # \' + t + "\\n[1]\\t\\"S-01\\"[1]")', ""),
+    "parse_lldp_neighbors": ('parse_lldp_neighbors("Interface:    eth0, via: LLDP\\n  Chassis:\\n" + t)', ""),
+    "parse_lldp_neighbors keyvalue": ('parse_lldp_neighbors("lldp.eth0.via=LLDP\\nlldp.eth0." + t)', ""),
+    "parse_lldp_neighbors keyvalue dots": ('parse_lldp_neighbors("lldp.eth0.via=LLDP\\nlldp." + ".via" * (N // 4) + t)', ""),
+    "parse_nvidia_smi_fabric": ('parse_nvidia_smi_fabric("GPU 00000000:DB:00.0\\n    Fabric\\n        State " + t)', ""),
+    "compress_hostlist": ('compress_hostlist([t.replace(" ", "x")[:N], "n" + "0" * 5 + "1"])', ""),
+    "natural_key": ("natural_key(t)", ""),
+    "check_slurm_name": ("check_slurm_name(t, 'x', 10 ** 6)", ""),
 }
+
+# What the calls above use, imported again in the child process.
+CHILD_IMPORTS = "\n".join("from ansible_collections.gpufabric.rdma.plugins.module_utils.%s import %s" % pair for pair in (
+    ("parse.ibnetdiscover", "parse_ibnetdiscover"), ("parse.lldp", "parse_lldp_neighbors"),
+    ("parse.nvidia_smi_fabric", "parse_nvidia_smi_fabric"), ("common.hostlist", "compress_hostlist, natural_key"),
+    ("topology.names", "check_slurm_name")))
 
 
 @pytest.mark.parametrize("call", sorted(CALLS))
 def test_no_parser_backtracks_on_a_long_line(call):
     """Each parser gets 100,000-character lines of the shapes that make overlapping repetitions quadratic,
     in its own process with a 20 s limit: linear code needs well under a second."""
-    code = "\n".join(["from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import topology as T",
+    code = "\n".join([CHILD_IMPORTS,
                       "N = %d" % N,
                       "for t in %r.values():" % SHAPES,
                       "    try:",

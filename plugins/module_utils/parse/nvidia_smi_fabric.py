@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Fabric section of `nvidia-smi -q` (text) and `nvidia-smi -q -x` (XML): each GPU's NVLink fabric
+state, status, clique ID and cluster UUID, and the node's NVLink domain or why it has none.
+
+Pure functions, standard library only, Python 3.8. The parser reads line by line with anchored regular
+expressions whose repetitions cannot overlap, so its time is linear in the input."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as _gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import TopologyError, short
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+
+
+_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+_GPU_LINE_RE = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+_KV_LINE_RE = re.compile(r"^( *)([A-Za-z][A-Za-z0-9 ()/_.-]{0,60}?)\s*:\s?(.*)$")
+_FABRIC_KEYS = {"State": "state", "Status": "status", "CliqueId": "clique_id", "ClusterUUID": "cluster_uuid",
+                "Summary": "health_summary", "Bandwidth": "health_bandwidth"}
+_NA = ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]", "Unknown")
+
+
+def _fabric_value(value):
+    value = (value or "").strip()
+    return None if value in _NA else value
+
+
+def _fabric_text(lines):
+    gpus = []
+    gpu = None
+    fabric_indent = None
+    in_health = False
+    for line in lines:
+        match = _GPU_LINE_RE.match(line.strip()) if not line.startswith(" ") else None
+        if match:
+            gpu = {"bus_id": match.group(1), "name": None}
+            gpus.append(gpu)
+            fabric_indent = None
+            continue
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        if stripped == "Fabric":
+            if gpu is None or "fabric" in gpu:
+                # `nvidia-smi -q | grep -C3 CliqueId` keeps the Fabric blocks and drops the GPU lines.
+                gpu = {"bus_id": None, "name": None}
+                gpus.append(gpu)
+            fabric_indent = indent
+            in_health = False
+            gpu["fabric"] = {}
+            continue
+        if gpu is None:
+            continue
+        if fabric_indent is not None:
+            if stripped and indent <= fabric_indent:
+                fabric_indent = None
+            elif stripped == "Health":
+                in_health = True
+                continue
+            else:
+                match = _KV_LINE_RE.match(line)
+                if match and match.group(2) in _FABRIC_KEYS:
+                    key = match.group(2)
+                    if key in ("Summary", "Bandwidth") and not in_health:
+                        continue
+                    gpu["fabric"][_FABRIC_KEYS[key]] = _fabric_value(match.group(3))
+                continue
+        match = _KV_LINE_RE.match(line)
+        if match and match.group(2) == "Product Name" and gpu["name"] is None:
+            gpu["name"] = _fabric_value(match.group(3))
+    return gpus
+
+
+def _fabric_xml(root):
+    gpus = []
+    for element in root.findall("gpu"):
+        gpu = {"bus_id": element.get("id"), "name": _gpu.xml_text(element, "product_name")}
+        fabric = element.find("fabric")
+        if fabric is not None:
+            gpu["fabric"] = {"state": _fabric_value(_gpu.xml_text(fabric, "state")),
+                             "status": _fabric_value(_gpu.xml_text(fabric, "status")),
+                             "clique_id": _fabric_value(_gpu.xml_text(fabric, "cliqueId")),
+                             "cluster_uuid": _fabric_value(_gpu.xml_text(fabric, "clusterUuid")),
+                             "health_summary": _fabric_value(_gpu.xml_text(fabric, "health/summary")),
+                             "health_bandwidth": _fabric_value(_gpu.xml_text(fabric, "health/bandwidth"))}
+        gpus.append(gpu)
+    return gpus
+
+
+def _fabric_problem(fabric, record):
+    """Why this GPU gives no NVLink domain, or None when it gives one."""
+    if fabric is None:
+        return "no Fabric section (a driver before R550, or no NVLink fabric)"
+    if record["state"] is None:
+        return "fabric State is N/A (no NVLink fabric)"
+    if record["state"] != "Completed":
+        return "fabric registration is %s, not Completed" % record["state"]
+    if record["status"] != "Success":
+        return "fabric Status is %s" % record["status"]
+    uuid = (record["cluster_uuid"] or "").lower()
+    if not _UUID_RE.match(uuid):
+        return "ClusterUUID %r is not a UUID" % short(record["cluster_uuid"] or "")
+    if uuid == _ZERO_UUID:
+        return ("ClusterUUID is all zeros: NVLink ends at this node (NVSwitch inside the node, no multi-node NVLink)")
+    if not record["clique_id"] or not re.match(r"^[0-9]{1,10}\Z", record["clique_id"]):
+        return "CliqueId %r is not a number" % short(record["clique_id"] or "")
+    return None
+
+
+def parse_nvidia_smi_fabric(text):
+    """`nvidia-smi -q` (text) or `nvidia-smi -q -x` (XML) -> the node's NVLink domain.
+
+    {gpus: [{index, bus_id, name, state, status, clique_id, cluster_uuid, health_summary}],
+    domain: {cluster_uuid, clique_id} or None, reason, warnings}. A GPU counts when State is Completed,
+    Status is Success and the cluster UUID is not all zeros (HGX H100/H200 report Completed/Success with
+    a zero UUID: their NVLink ends at the node, so they have no multi-node domain). The node's domain is
+    its GPUs' one (cluster UUID, clique ID); GPUs that disagree give none, with the reason."""
+    if isinstance(text, dict) and "stdout" in text:
+        text = text["stdout"]
+    cleaned = _text.clean(text, "nvidia-smi -q output").strip()
+    if cleaned.startswith("<"):
+        try:
+            gpus = _fabric_xml(_gpu.nvidia_smi_root(cleaned))
+        except _gpu.GpuParseError as exc:
+            raise TopologyError(str(exc))
+    else:
+        gpus = _fabric_text(cleaned.splitlines())
+    if not gpus:
+        raise TopologyError("no GPU in the nvidia-smi -q output (expected 'GPU 00000000:..' blocks or <gpu> elements)%s"
+                            % ("" if cleaned else ": empty input"))
+    records, keys, reasons, warnings = [], set(), [], []
+    for index, gpu in enumerate(gpus):
+        fabric = gpu.get("fabric")
+        record = {"index": index, "bus_id": gpu["bus_id"], "name": gpu["name"], "state": None, "status": None,
+                  "clique_id": None, "cluster_uuid": None, "health_summary": None}
+        if fabric:
+            record.update(dict((k, fabric.get(k)) for k in ("state", "status", "clique_id", "cluster_uuid", "health_summary")))
+        records.append(record)
+        problem = _fabric_problem(fabric, record)
+        if problem:
+            reasons.append(("GPU %d%s" % (index, " (%s)" % gpu["bus_id"] if gpu["bus_id"] else ""), problem))
+            continue
+        if record["health_summary"] and record["health_summary"] != "Healthy":
+            warnings.append("GPU %d: fabric health is %s" % (index, record["health_summary"]))
+        keys.add((record["cluster_uuid"].lower(), int(record["clique_id"])))
+    domain, reason = None, None
+    if len(keys) == 1 and not reasons:
+        uuid, clique = keys.pop()
+        domain = {"cluster_uuid": uuid, "clique_id": clique}
+    elif len(keys) > 1:
+        reason = "the GPUs are in different NVLink domains: %s" % ", ".join("%s/%d" % key for key in sorted(keys))
+    elif keys:
+        uuid, clique = keys.pop()
+        reason = "some GPUs are in domain %s/%d, but %s: %s" % (uuid, clique, reasons[0][0], reasons[0][1])
+    elif len(reasons) > 1 and len(set(text for where, text in reasons)) == 1:
+        reason = "all %d GPUs: %s" % (len(reasons), reasons[0][1])
+    else:
+        reason = "; ".join("%s: %s" % pair for pair in reasons)
+    return {"gpus": records, "domain": domain, "reason": reason, "warnings": warnings}
