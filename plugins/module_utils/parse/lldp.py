@@ -14,7 +14,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import TopologyError, short
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError, short
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import natural_key
 

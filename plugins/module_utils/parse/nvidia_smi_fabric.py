@@ -14,7 +14,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as _gpu
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import TopologyError, short
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError, short
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 
 

@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import parse_ibnetdiscover
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import TopologyError
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.tree import switch_names
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.host_leaf import lldp_host_leaves, user_leaf_map
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import natural_key

@@ -15,7 +15,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import parse_ibnetdiscover
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.lldp import parse_lldp_neighbors
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import TopologyError, short
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError, short
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.tree import fabric_tree
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import natural_key

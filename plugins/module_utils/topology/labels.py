@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import TopologyError
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import natural_key
 
 

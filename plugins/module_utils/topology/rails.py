@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as _gpu
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import TopologyError
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import natural_key
 

@@ -15,7 +15,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm as _slurm
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import MAX_NODE_NAME, MAX_SWITCH_NAME, TopologyError, check_slurm_name, short
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import MAX_NODE_NAME, MAX_SWITCH_NAME, TopologyError, check_slurm_name, short
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.tree import fabric_tree
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import compress_hostlist, natural_key
 

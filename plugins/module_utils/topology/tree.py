@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import MAX_SWITCH_NAME, TopologyError, sanitize_name
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import MAX_SWITCH_NAME, TopologyError, sanitize_name
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import natural_key
 
 

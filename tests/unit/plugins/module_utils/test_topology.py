@@ -15,7 +15,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import switch_own_name
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.lldp import parse_lldp_neighbors
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_smi_fabric import _ZERO_UUID, parse_nvidia_smi_fabric
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.names import TopologyError, sanitize_name
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError, sanitize_name
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.tree import fabric_tree, switch_names
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.host_leaf import host_leaf_map, lldp_host_leaves
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.nvlink import nvlink_domains
@@ -538,7 +538,7 @@ CALLS = {
 CHILD_IMPORTS = "\n".join("from ansible_collections.gpufabric.rdma.plugins.module_utils.%s import %s" % pair for pair in (
     ("parse.ibnetdiscover", "parse_ibnetdiscover"), ("parse.lldp", "parse_lldp_neighbors"),
     ("parse.nvidia_smi_fabric", "parse_nvidia_smi_fabric"), ("common.hostlist", "compress_hostlist, natural_key"),
-    ("topology.names", "check_slurm_name")))
+    ("common.topology_names", "check_slurm_name")))
 
 
 @pytest.mark.parametrize("call", sorted(CALLS))
