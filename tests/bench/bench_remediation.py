@@ -19,17 +19,19 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import protocol, remediation  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import empty_ledger  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import check_config  # noqa: E402
 
 NOW = 1795526184
 TARGET_SECONDS = 1.0
 
 
 def fleet_of(n):
-    settings = remediation.check_config({
+    settings = check_config({
         "mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
         "rate_limit": {"max_nodes": 20, "max_percent": 50, "interval": 3600, "max_resumes": 20},
         "circuit_breaker": {"max_percent": 100, "window": 300}, "slurm": {"enabled": True}})
-    fleet, reports, ledger = {}, {}, remediation.empty_ledger()
+    fleet, reports, ledger = {}, {}, empty_ledger()
     for i in range(n):
         name = "gpu%05d" % i
         drained = i % 1000 < 400

@@ -11,7 +11,7 @@ inventory. Both take the same lock and read the same ledger, so there is one dec
 1. lock the state directory; read the ledger and outbox (a damaged file is set aside);
 2. read the whole fleet and the clock from the scheduler (Slurm: `sinfo` with SLURM_TIME_FORMAT=%s and
    `sdiag`; Kubernetes: `kubectl get nodes -o json`); anything unreadable stops here - could not act;
-   without a ledger the limits are rebuilt from it first (remediation.rebuild: our drains are in its reasons);
+   without a ledger the limits are rebuilt from it first (ledger.rebuild: our drains are in its reasons);
 3. plan (pure; open intents reconciled with the scheduler first), save the ledger - the decisions as intents -
    before anything is done (a full disk stops here);
 4. carry out each drain and resume after reading the node again (a node someone else drained or resumed
@@ -29,6 +29,9 @@ import socket
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import k8s_nodes, messages, outbox, remediation, slurm_nodes
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
+    check_ledger, confirmed, empty_ledger, rebuild, rebuilt_text)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import is_ours
 
 
 class CouldNotAct(Exception):
@@ -148,7 +151,7 @@ def scheduler_for(settings, timeout, clock):
 def check_state(data):
     if not isinstance(data, dict):
         raise ValueError("not an object")
-    remediation.check_ledger(data.get("ledger"))
+    check_ledger(data.get("ledger"))
     outbox.check(data.get("outbox"))
     if not isinstance(data.get("rebuild", False), bool):
         raise ValueError("rebuild must be true or false")
@@ -161,7 +164,7 @@ def check_state(data):
 
 
 def empty_state():
-    return {"ledger": remediation.empty_ledger(), "outbox": {}, "last_error": None, "failing": {}}
+    return {"ledger": empty_ledger(), "outbox": {}, "last_error": None, "failing": {}}
 
 
 def paths(state_dir):
@@ -227,8 +230,8 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
             told = []
             if state.get("rebuild"):
                 ledger = dict(ledger)
-                rebuilt = remediation.rebuild(ledger, fleet, now, settings["rate_limit"]["interval"], scheduler.kind)
-                log(remediation.rebuilt_text(rebuilt, scheduler.kind))
+                rebuilt = rebuild(ledger, fleet, now, settings["rate_limit"]["interval"], scheduler.kind)
+                log(rebuilt_text(rebuilt, scheduler.kind))
                 if rebuilt["drains_in_effect"]:
                     told.append(_rebuilt_message(config, rebuilt, scheduler.kind))
                 state.pop("rebuild")
@@ -283,7 +286,7 @@ def _carry_out(scheduler, decision, record, failing, now, log):
             episode["next"] - now, episode["tries"], messages.iso(episode["since"]), episode["error"])
     else:
         try:
-            argv = scheduler.apply(decision, remediation.confirmed(record), now)
+            argv = scheduler.apply(decision, confirmed(record), now)
             decision["done"] = True
             failing.pop(key, None)
             if decision["action"] == "drain" and record.get("drains"):
@@ -307,7 +310,7 @@ def out_of_service(result, fleet):
     refuses a job exactly then); a shadow decision changes nothing."""
     for decision in result["decisions"]:
         entry = fleet.get(decision["node"]) or {}
-        ours = bool(entry.get("drained")) and remediation.is_ours(entry.get("reason"))
+        ours = bool(entry.get("drained")) and is_ours(entry.get("reason"))
         done = decision.get("done") and not decision["shadow"]
         decision["out_of_service"] = bool((decision["action"] == "drain" and done)
                                           or (ours and not (decision["action"] == "resume" and done)))
@@ -316,7 +319,7 @@ def out_of_service(result, fleet):
 def _rebuilt_message(config, rebuilt, scheduler):
     return {"node": config["name"] or default_name(), "check": "remediation", "target": "decider state",
             "severity": "warning", "status": "rebuilt", "policy": None,
-            "detail": remediation.rebuilt_text(rebuilt, scheduler),
+            "detail": rebuilt_text(rebuilt, scheduler),
             "action": "limits rebuilt from the scheduler (%d drain(s) of gpufabric in effect)" % rebuilt["drains_in_effect"]}
 
 

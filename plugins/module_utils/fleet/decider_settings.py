@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import policy
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, settings
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.settings import ConfigError
 
@@ -41,7 +41,7 @@ def check_config(config):
     chat.check_webhooks(merged["webhooks"])
     settings.state_dir(merged["state_dir"])
     try:
-        merged["remediation"] = remediation.check_config(merged["remediation"])
-    except remediation.PolicyError as exc:
+        merged["remediation"] = policy.check_config(merged["remediation"])
+    except policy.PolicyError as exc:
         raise ConfigError(str(exc))
     return merged

@@ -14,8 +14,8 @@ import json
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.protocol import plain_name
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation import (
-    CORDON_ANNOTATION, LEDGER_ANNOTATION, OURS, TAINT_KEY, check_record)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import LEDGER_ANNOTATION, check_record
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import CORDON_ANNOTATION, OURS, TAINT_KEY
 
 _TAINT_VALUE = re.compile(r"[^A-Za-z0-9._-]")
 

@@ -126,7 +126,7 @@ def test_the_awx_path_and_the_monitor_name_a_node_alike(node):
     name gpu-01.cluster.local) was resumed from the monitor's report (named gpu-01) with the port still DOWN, because
     the decider compared findings of two names. node_name gives the targets the scheduler's name on both paths."""
     import importlib.util
-    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor, remediation
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor, policy
     (node / "sys" / "class" / "infiniband" / "erdma_0" / "ports" / "1" / "state").write_text("1: DOWN\n")
     checks = {"sysfs_root": str(node / "sys"), "procfs_root": str(node / "proc"), "expected_rdma_devices": 1,
               "nvidia_smi_path": os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi")}
@@ -145,4 +145,4 @@ def test_the_awx_path_and_the_monitor_name_a_node_alike(node):
     finally:
         del os.environ["NVIDIA_SMI_CAPTURE"]
     assert program.node_name(config) == "gpu-01"
-    assert set(remediation.finding_key(f) for f in found) == set(remediation.finding_key(f) for f in awx["findings"])
+    assert set(policy.finding_key(f) for f in found) == set(policy.finding_key(f) for f in awx["findings"])

@@ -17,8 +17,8 @@ DECIDER = "roles/remediator/files/gpufabric_remediator.py"
 RELAY = "roles/fleet_monitoring/files/gpufabric_alert_relay.py"
 NODE_CHECKS = {"node/node_checks", "judge/health", "parse/gpu", "judge/rates", "parse/rdma", "parse/rdma_tools", "node/sysfs",
                "fleet/monitor"}
-PLANNER = {"fleet/remediation", "fleet/decider", "fleet/decider_settings", "fleet/slurm_nodes", "fleet/k8s_nodes",
-           "fleet/alerts"}
+PLANNER = {"fleet/remediation", "fleet/policy", "fleet/ledger", "fleet/decider", "fleet/decider_settings",
+           "fleet/slurm_nodes", "fleet/k8s_nodes", "fleet/alerts"}
 
 
 @pytest.mark.parametrize("program, must, never", [

@@ -116,11 +116,12 @@ def test_alerts_feed_the_decider_reports_that_can_drain_and_never_resume():
     report = reports["n1"]
     assert report["complete"] is False and report["source"] == "alert"
     assert sorted(f["check"] for f in report["findings"]) == ["gpu_xid", "rdma_port_state"]
-    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation
-    policy = remediation.check_config({"mode": "enforce", "slurm": {"enabled": True},
-                                       "policy": [{"severity": "critical", "action": "drain"}]})
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import ledger, remediation
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import check_config
+    policy = check_config({"mode": "enforce", "slurm": {"enabled": True},
+                           "policy": [{"severity": "critical", "action": "drain"}]})
     fleet = {"n1": {"state": "idle", "partitions": ["p"]}, "n2": {"state": "idle", "partitions": ["p"]}}
-    result = remediation.plan(reports, fleet, remediation.empty_ledger(), policy, 1000.0, "d")
+    result = remediation.plan(reports, fleet, ledger.empty_ledger(), policy, 1000.0, "d")
     assert [(d["node"], d["action"]) for d in result["decisions"]] == [("n1", "drain")]
 
 

@@ -317,10 +317,10 @@ def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledge
 def test_a_json_patch_from_a_stale_read_fails_instead_of_removing_another_controllers_taint():
     """The race itself: our resume was planned from a read; another controller changed the taints since.
     The API server (its RFC 6902 semantics, as the stand-in applies them) refuses the whole patch."""
-    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import policy
     standin = _load("kube_api_standin", KUBE_SERVER)
     ours = {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}
-    stale = {"metadata": {"name": "n01", "annotations": {remediation.CORDON_ANNOTATION: "1"}},
+    stale = {"metadata": {"name": "n01", "annotations": {policy.CORDON_ANNOTATION: "1"}},
              "spec": {"unschedulable": True, "taints": [{"key": "a"}, ours]}}
     decision = {"node": "n01", "action": "resume", "findings": [], "shadow": False}
     patch = k8s_nodes.k8s_json_patch(stale, decision, {"drains": [], "resumes": []}, 2)

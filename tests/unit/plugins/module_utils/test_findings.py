@@ -9,12 +9,12 @@ import pytest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import findings
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health, readiness
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor, remediation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor, policy
 
 
 def test_one_scale_everywhere():
     assert findings.SEVERITIES == ("critical", "warning", "info")
-    assert remediation.SEVERITIES is findings.SEVERITIES
+    assert policy.SEVERITIES is findings.SEVERITIES
     assert monitor.SEVERITY_RANK is findings.SEVERITY_RANK
     assert health.finding is findings.finding and readiness.finding is findings.finding and node_checks.finding is findings.finding
 

@@ -1,4 +1,4 @@
-"""remediation.py: one decider's plan for a whole fleet - the policy, shadow mode, the circuit breaker,
+"""remediation.py (with policy.py and ledger.py): one decider's plan for a whole fleet - the policy, shadow mode, the circuit breaker,
 the rate limits over drains and resumes, escalation, fail-closed resumes - and the exact scontrol
 commands and Kubernetes JSON patches; Slurm outputs as real Slurm prints them."""
 import json
@@ -8,6 +8,11 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import k8s_nodes, protocol, slurm_nodes
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation as r
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
+    LEDGER_ANNOTATION, check_ledger, check_record, empty_ledger, rebuild, reconcile)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import (
+    CORDON_ANNOTATION, MAX_REASON, TAINT_KEY, PolicyError, action_for, check_config, check_policy, drain_reason,
+    findings_from_reason, is_escalated)
 
 XID = {"check": "gpu_xid", "severity": "critical", "target": "n1/GPU 0000:18:00", "detail": "Xid 79", "fix_hint": "-"}
 PORT = {"check": "rdma_port_state", "severity": "critical", "target": "n1/mlx5_0/1", "detail": "DOWN", "fix_hint": "-"}
@@ -21,7 +26,7 @@ def settings(**over):
               "rate_limit": {"max_nodes": 1, "max_percent": 50, "interval": 3600, "max_resumes": 5},
               "circuit_breaker": {"max_percent": 100, "window": 300}, "slurm": {"enabled": True}}
     config.update(over)
-    return r.check_config(config)
+    return check_config(config)
 
 
 def report(node, findings=(), complete=True, unreadable=(), source="timer"):
@@ -43,10 +48,10 @@ def by_node(result):
 
 
 def test_the_policy_maps_check_and_severity_to_an_action_first_match_wins():
-    rules = r.check_policy([{"check": "mtu", "action": "none"}, {"severity": "critical", "action": "drain"},
-                            {"check": "*", "severity": "*", "action": "notify"}])
-    assert [r.action_for(f, rules) for f in (XID, MTU)] == ["drain", "none"]
-    assert r.action_for(MTU, []) == "notify"
+    rules = check_policy([{"check": "mtu", "action": "none"}, {"severity": "critical", "action": "drain"},
+                          {"check": "*", "severity": "*", "action": "notify"}])
+    assert [action_for(f, rules) for f in (XID, MTU)] == ["drain", "none"]
+    assert action_for(MTU, []) == "notify"
 
 
 @pytest.mark.parametrize("rules, message", [
@@ -57,8 +62,8 @@ def test_the_policy_maps_check_and_severity_to_an_action_first_match_wins():
     ([{"action": "drain", "when": "always"}], "policy rule 1 has unknown key(s) when"),
 ])
 def test_a_bad_policy_names_the_rule_and_the_value(rules, message):
-    with pytest.raises(r.PolicyError) as error:
-        r.check_policy(rules)
+    with pytest.raises(PolicyError) as error:
+        check_policy(rules)
     assert message in str(error.value)
 
 
@@ -76,16 +81,16 @@ def test_a_bad_policy_names_the_rule_and_the_value(rules, message):
     ({"kubernetes": {"kubeconfig": "/a\n/b"}}, "remediation kubernetes kubeconfig must be a one-line string"),
 ])
 def test_bad_settings_are_refused_naming_the_value(config, message):
-    with pytest.raises(r.PolicyError) as error:
-        r.check_config(config)
+    with pytest.raises(PolicyError) as error:
+        check_config(config)
     assert message in str(error.value)
 
 
 def test_a_new_install_is_in_shadow_mode_and_names_its_policy():
-    config = r.check_config({"policy": [{"severity": "critical", "action": "drain"}]})
+    config = check_config({"policy": [{"severity": "critical", "action": "drain"}]})
     assert config["mode"] == "shadow"
     assert config["policy_name"].startswith("policy-") and len(config["policy_name"]) == 15
-    assert r.check_config({"policy": [], "policy_name": "site-v2"})["policy_name"] == "site-v2"
+    assert check_config({"policy": [], "policy_name": "site-v2"})["policy_name"] == "site-v2"
 
 
 def test_a_fleet_wide_alarm_drains_exactly_max_nodes_and_holds_the_rest():
@@ -240,9 +245,9 @@ def test_a_ledger_entry_of_another_shape_is_refused_not_planned_on():
     for bad in ({"drains": [{"at": None}]}, {"drains": [{"at": "x"}]}, {"drains": [{"at": 1, "findings": "x"}]},
                 {"resumes": [{"at": float("nan")}]}, {"unhealthy_at": "soon"}, {"held": 5}):
         with pytest.raises(ValueError):
-            r.check_record(bad)
-    damaged = {"metadata": {"name": "n1", "annotations": {r.LEDGER_ANNOTATION: json.dumps({"drains": [{"at": "x"}]})}},
-               "spec": {"unschedulable": True, "taints": [{"key": r.TAINT_KEY, "value": "gpu_xid", "effect": "NoSchedule"}]}}
+            check_record(bad)
+    damaged = {"metadata": {"name": "n1", "annotations": {LEDGER_ANNOTATION: json.dumps({"drains": [{"at": "x"}]})}},
+               "spec": {"unschedulable": True, "taints": [{"key": TAINT_KEY, "value": "gpu_xid", "effect": "NoSchedule"}]}}
     fleet_, records, ignored = k8s_nodes.k8s_fleet([damaged])
     assert records == {} and fleet_["n1"]["record_missing"]
     decision = by_node(r.plan({"n1": report("n1")}, fleet_, None, settings(slurm={}, kubernetes={"enabled": True}), NOW))["n1"]
@@ -264,22 +269,22 @@ def test_resumes_are_rate_limited_too():
 def test_a_rebuilt_ledger_counts_slurms_drains_and_holds_resumes_for_one_interval():
     config = settings(rate_limit={"max_nodes": 1, "max_percent": 100, "interval": 3600})
     drained = fleet("a", "b", "c", a=("gpufabric: gpu_xid a/GPU 0000:18:00", NOW - 600), c=("memory test", NOW - 60))
-    ledger = r.empty_ledger()
-    rebuilt = r.rebuild(ledger, drained, NOW, 3600, "slurm")
+    ledger = empty_ledger()
+    rebuilt = rebuild(ledger, drained, NOW, 3600, "slurm")
     assert rebuilt == {"at": NOW, "scheduler": "slurm", "drains_in_effect": 1, "recent_drains": 1, "resumes_from": NOW + 3600}
-    r.check_ledger(ledger)
+    check_ledger(ledger)
     result = r.plan({"a": report("a"), "b": report("b", [dict(XID, target="b")])}, drained, ledger, config, NOW + 60)
     assert by_node(result)["a"]["held"] and by_node(result)["a"]["why"].startswith("resume budget unknown: ")
     assert by_node(result)["b"]["held"] and "rate limit: 1 node(s)" in by_node(result)["b"]["why"]
     later = r.plan({"a": report("a")}, drained, result["ledger"], config, NOW + 3600)
     assert by_node(later)["a"]["action"] == "resume" and "rebuilt" not in later["ledger"]
     # Nothing of ours drained, or Kubernetes (the Nodes keep the whole record): nothing is held.
-    assert r.rebuild(r.empty_ledger(), fleet("a", "b", b=("memory test", NOW)), NOW, 3600, "slurm")["resumes_from"] == NOW
-    assert r.rebuild(r.empty_ledger(), drained, NOW, 3600, "kubernetes")["resumes_from"] == NOW
+    assert rebuild(empty_ledger(), fleet("a", "b", b=("memory test", NOW)), NOW, 3600, "slurm")["resumes_from"] == NOW
+    assert rebuild(empty_ledger(), drained, NOW, 3600, "kubernetes")["resumes_from"] == NOW
     # A drain of ours whose time slurmctld does not show counts as recent: unknown is not old.
-    assert r.rebuild(r.empty_ledger(), fleet("a", a=("gpufabric: x a", None)), NOW, 3600, "slurm")["recent_drains"] == 1
+    assert rebuild(empty_ledger(), fleet("a", a=("gpufabric: x a", None)), NOW, 3600, "slurm")["recent_drains"] == 1
     with pytest.raises(ValueError):
-        r.check_ledger(dict(r.empty_ledger(), rebuilt={"at": "yesterday"}))
+        check_ledger(dict(empty_ledger(), rebuilt={"at": "yesterday"}))
 
 
 def test_a_node_remediated_again_and_again_is_escalated_and_stays_out():
@@ -300,7 +305,7 @@ def test_a_node_remediated_again_and_again_is_escalated_and_stays_out():
     assert [m["status"] for m in r.messages(result, "slurm")] == ["escalated"]
     # Without the ledger the reason alone keeps it out.
     alone = r.plan({"n1": report("n1")}, fleet("n1", "n2", n1=(reason, now)), None, config, now)
-    assert by_node(alone)["n1"]["action"] == "none" and r.is_escalated(reason)
+    assert by_node(alone)["n1"]["action"] == "none" and is_escalated(reason)
     # Eight days later the history has aged out.
     fresh = r.plan({"n1": report("n1", [XID])}, fleet("n1", "n2", "n3"), ledger, config, now + 8 * 86400)
     assert not by_node(fresh)["n1"]["escalated"]
@@ -345,17 +350,17 @@ def test_damaged_ledgers_are_refused():
     for bad in ({"version": 0}, {"version": 1, "nodes": [], "breaker": {}},
                 {"version": 1, "nodes": {"n1": {"drains": {}}}, "breaker": {}}):
         with pytest.raises(ValueError):
-            r.check_ledger(bad)
+            check_ledger(bad)
 
 
 def test_reasons_are_one_line_and_bounded():
     evil = dict(XID, target="n1\nState=RESUME " + "x" * 400)
-    reason = r.drain_reason([evil, MTU], "p", "timer")
-    assert "\n" not in reason and len(reason) <= r.MAX_REASON
+    reason = drain_reason([evil, MTU], "p", "timer")
+    assert "\n" not in reason and len(reason) <= MAX_REASON
     assert reason.startswith("gpufabric: gpu_xid n1 State=RESUME") and reason.endswith("; policy p; via timer")
     # Cut: the target is not whole, so the findings behind it are unknown (a resume needs a clean check).
-    assert reason.split(";")[0].endswith("...") and r.findings_from_reason(reason) == ([], False)
-    assert r.findings_from_reason("gpufabric: gpu_xid") == ([], False)  # a taint names no target
+    assert reason.split(";")[0].endswith("...") and findings_from_reason(reason) == ([], False)
+    assert findings_from_reason("gpufabric: gpu_xid") == ([], False)  # a taint names no target
     with pytest.raises(ValueError, match="not a plain host name"):
         slurm_nodes.slurm_argv("n1 State=RESUME", {"action": "resume"})
 
@@ -383,7 +388,7 @@ def test_scontrol_node_states_and_reasons_parse():
     node = slurm_nodes.parse_scontrol_node(slurm_fixture("scontrol_node_drained_epoch.txt"))
     assert node["reason"] == "gpufabric: gpu_xid slurmcap/GPU 0000:18:00 (+1 more); policy site-v2; via healthcheck"
     assert (node["reason_time"], node["drained"], node["state"]) == (1795529907, True, "IDLE+DRAIN")
-    assert r.findings_from_reason(node["reason"]) == (["gpu_xid|slurmcap/GPU 0000:18:00"], False)
+    assert findings_from_reason(node["reason"]) == (["gpu_xid|slurmcap/GPU 0000:18:00"], False)
     idle = slurm_nodes.parse_scontrol_node("NodeName=n2 State=IDLE Partitions=gpu")
     assert (idle["drained"], idle["reason"]) == (False, None)
     for garbage in ("slurm_load_node error: Unable to contact slurm controller", "NodeName=n1 Arch=x86_64"):
@@ -458,8 +463,8 @@ def test_kubernetes_resume_removes_our_taint_by_index_under_a_test_and_uncordons
     record = {"drains": [{"at": NOW, "findings": ["gpu_xid|n1/GPU 0000:18:00"], "reason": "gpufabric: gpu_xid n1/GPU 0000:18:00"}],
               "resumes": []}
     taint = {"key": "gpufabric.io/unhealthy", "value": "gpu_xid", "effect": "NoSchedule"}
-    node = {"metadata": {"name": "n1", "annotations": {r.CORDON_ANNOTATION: str(NOW),
-                                                       r.LEDGER_ANNOTATION: json.dumps(record)}},
+    node = {"metadata": {"name": "n1", "annotations": {CORDON_ANNOTATION: str(NOW),
+                                                       LEDGER_ANNOTATION: json.dumps(record)}},
             "spec": {"unschedulable": True, "taints": [OTHER, taint]}}
     fleet_, records, objects = k8s_nodes.k8s_fleet([node])
     assert fleet_["n1"] == {"partitions": [], "drained": True, "reason": "gpufabric: gpu_xid n1/GPU 0000:18:00",
@@ -511,4 +516,4 @@ def test_an_intent_the_scheduler_never_took_is_dropped_and_counts_toward_no_limi
     taken = r.plan({"n02": xid("n02")}, fleet("n01", "n02", n01=(reason, NOW)), first["ledger"], settings(), NOW + 60)
     assert "pending" not in taken["ledger"]["nodes"]["n01"]["drains"][-1]
     assert by_node(taken)["n02"]["held"] and by_node(taken)["n02"]["action"] == "none"
-    assert r.reconcile(first["ledger"], fleet("n01")) == {"confirmed": [], "dropped": ["n01"]}
+    assert reconcile(first["ledger"], fleet("n01")) == {"confirmed": [], "dropped": ["n01"]}
