@@ -2,12 +2,13 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the RDMA/NVLink tools operators run by hand and NCCL_DEBUG=INFO logs (thin wrappers
-over module_utils/parse/rdma_tools.py and module_utils/parse/nccl_debug.py)."""
+over module_utils/parse/rdma_tools.py, module_utils/parse/nccl_debug.py and module_utils/judge/nccl_path.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug, rdma_tools
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
@@ -105,7 +106,7 @@ def judge_nccl_debug(value, expected=None):
     expect("judge_nccl_debug", value, (Mapping,), "parse_nccl_debug's result or the log's text")
     if expected is not None:
         expect("judge_nccl_debug", expected, (Mapping,), "expected as a mapping (rdma, ib_hca, gdr)")
-    return nccl_debug.judge_nccl_debug(dict(value), dict(expected) if expected is not None else None)
+    return nccl_path.judge_nccl_debug(dict(value), dict(expected) if expected is not None else None)
 
 
 class FilterModule(object):

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render.report import render_table
@@ -145,7 +145,7 @@ def nccl_check_findings(judged):
         label = run.get("label") or "readiness NCCL check"
         entry = run.get("nccl")
         if entry and entry.get("passed"):
-            found.append(finding("nccl_path", "info", "cluster", "%s: %s" % (label, nccl_debug.used_text(entry)),
+            found.append(finding("nccl_path", "info", "cluster", "%s: %s" % (label, nccl_path.used_text(entry)),
                                  "nothing to do; the full check is gpufabric.rdma.validate"))
             continue
         if entry:

@@ -15,6 +15,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_t
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug as nccl_debug_mod
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines as baseline_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render.report import markdown_table, render_table
 
 _NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
@@ -105,7 +106,7 @@ def _nccl_debug_check(nccl_debug):
     settings = {"env": nccl_debug.get("env") or {}, "profile": nccl_debug.get("profile"),
                 "gdr_ready": nccl_debug.get("gdr_ready")}
     try:   # the checks expected_from_env makes, once, before any run is judged
-        nccl_debug_mod.expected_from_env(settings["env"], settings["profile"], settings["gdr_ready"])
+        nccl_path.expected_from_env(settings["env"], settings["profile"], settings["gdr_ready"])
     except nccl_debug_mod.NcclDebugError as exc:
         raise ValueError("nccl_debug: %s" % exc)
     return settings
@@ -119,14 +120,14 @@ def judge_nccl_log(run, result, settings):
     """
     env = dict(settings.get("env") or {})
     env.update(run.get("env") or {})
-    expected = nccl_debug_mod.expected_from_env(env, settings.get("profile"), settings.get("gdr_ready"))
+    expected = nccl_path.expected_from_env(env, settings.get("profile"), settings.get("gdr_ready"))
     parsed = nccl_debug_mod.parse_nccl_debug(run.get("output") or "")
     if not parsed["nccl_lines"]:
         if result.get("rows"):
             return None, ["NCCL printed no INFO line although the run set NCCL_DEBUG=INFO: which network, HCAs "
                           "and GPUDirect RDMA it used are unknown"]
         return None, []
-    entry = nccl_debug_mod.report_entry(parsed, expected)
+    entry = nccl_path.report_entry(parsed, expected)
     return entry, ["NCCL: %s" % reason["reason"] for reason in entry["reasons"] if reason["ok"] is False]
 
 
@@ -274,7 +275,7 @@ SUMMARY_HEADER = ["run", "collective", "ranks", "largest size (B)", "busbw there
 def nccl_used_lines(judged):
     """'<run>: NCCL used: NCCL 2.18.3, NET/IB (RoCE) over mlx5_0:1, GPUDirect RDMA on, ...; expected ...: PASS'."""
     return ["%s: NCCL used: %s; expected %s: %s" % (
-        run.get("label"), nccl_debug_mod.used_text(run["nccl"]), run["nccl"]["expected_text"],
+        run.get("label"), nccl_path.used_text(run["nccl"]), run["nccl"]["expected_text"],
         "PASS" if run["nccl"]["passed"] else "FAIL") for run in judged if run.get("nccl")]
 
 
@@ -331,7 +332,7 @@ def summary_markdown(judged, thresholds=None):
         for run in used:
             entry = run["nccl"]
             lines.append("- %s: **%s**: %s (expected: %s)" % (run.get("label"), "PASS" if entry["passed"] else "FAIL",
-                                                              nccl_debug_mod.used_text(entry), entry["expected_text"]))
+                                                              nccl_path.used_text(entry), entry["expected_text"]))
             for reason in entry["reasons"]:
                 mark = {True: "ok", False: "FAIL", None: "note"}[reason["ok"]]
                 lines.append("  - %s %s: %s" % (mark, reason["check"], reason["reason"]))

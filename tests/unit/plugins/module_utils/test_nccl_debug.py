@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
@@ -206,7 +207,7 @@ def test_ib_hca_parse():
 
 
 def judge(parts, expected):
-    return nccl_debug.judge_nccl_debug(parse(*parts), expected)
+    return nccl_path.judge_nccl_debug(parse(*parts), expected)
 
 
 def reasons(verdict, check):
@@ -291,7 +292,7 @@ def test_one_node_is_a_note_not_a_failure():
 def test_socket_chosen_for_several_nodes_without_connection_lines():
     log = ("n1:1:1 [0] NCCL INFO Using network Socket\n"
            "n1:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n")
-    verdict = nccl_debug.judge_nccl_debug(nccl_debug.parse_nccl_debug(log), {"rdma": True})
+    verdict = nccl_path.judge_nccl_debug(nccl_debug.parse_nccl_debug(log), {"rdma": True})
     assert verdict["passed"] is False
     assert reasons(verdict, "transport")[0]["reason"] == (
         "NCCL chose the Socket network for 2 nodes although the profile expects RDMA")
@@ -306,12 +307,12 @@ def test_socket_chosen_for_several_nodes_without_connection_lines():
 ])
 def test_expectations_that_are_not_what_the_judge_reads(expected, message):
     with pytest.raises(nccl_debug.NcclDebugError, match="^%s$" % message.replace("[", r"\[").replace("]", r"\]")):
-        nccl_debug.judge_nccl_debug(nccl_debug.empty_result(), expected)
+        nccl_path.judge_nccl_debug(nccl_debug.empty_result(), expected)
 
 
 def test_the_judge_needs_a_parse_result():
     with pytest.raises(nccl_debug.NcclDebugError, match="needs parse_nccl_debug's result, got list"):
-        nccl_debug.judge_nccl_debug([], {})
+        nccl_path.judge_nccl_debug([], {})
 
 
 # ----------------------------------------------------------------------------- text as it is found
@@ -346,7 +347,7 @@ def test_a_log_cut_anywhere_still_parses(parts):
     step = max(1, len(data) // 40)
     for cut in range(0, len(data), step):
         result = nccl_debug.parse_nccl_debug(data[:cut])
-        verdict = nccl_debug.judge_nccl_debug(result, {"rdma": True, "ib_hca": "mlx5", "gdr": True})
+        verdict = nccl_path.judge_nccl_debug(result, {"rdma": True, "ib_hca": "mlx5", "gdr": True})
         assert verdict["passed"] in (True, False)
 
 
@@ -361,11 +362,12 @@ def test_odd_lines_give_a_result_not_a_traceback(junk):
 RUNNER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
 shapes = json.loads(sys.stdin.read())
 for name, text in shapes.items():
     started = time.time()
-    nccl_debug.judge_nccl_debug(nccl_debug.parse_nccl_debug(text), {"rdma": True, "ib_hca": "mlx5", "gdr": True})
+    nccl_path.judge_nccl_debug(nccl_debug.parse_nccl_debug(text), {"rdma": True, "ib_hca": "mlx5", "gdr": True})
     assert time.time() - started < 5, name
 print("ok")
 """

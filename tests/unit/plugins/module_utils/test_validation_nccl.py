@@ -6,8 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rdma.plugins.filter.nccl_tests import nccl_tests_judge
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path, validation
 
 ROCE_HCA = "mlx5_0,mlx5_1,mlx5_2,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_11"   # what the slurmv4 log's run set
 
@@ -23,7 +22,7 @@ ROCE_HCA = "mlx5_0,mlx5_1,mlx5_2,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_11"   # what t
     ({}, None, False, {"rdma": None, "ib_hca": None, "gdr": None}),
 ])
 def test_what_a_run_environment_promises(env, profile, gdr_ready, expected):
-    assert nccl_debug.expected_from_env(env, profile, gdr_ready) == expected
+    assert nccl_path.expected_from_env(env, profile, gdr_ready) == expected
 
 
 def _mpirun(read_fixture, log, env=None, mode="mpirun"):
@@ -44,7 +43,7 @@ def test_roce_with_gdr_over_the_profile_hcas_passes(read_fixture):
     assert (used["nccl_version"], used["net"], used["gdr"], used["link_types"]) == ("2.27.5", "IB", True, ["RoCE"])
     assert used["net_devices"][0] == "mlx5_0:1" and len(used["net_devices"]) == 8
     assert [(r["check"], r["ok"]) for r in used["reasons"]] == [("transport", True), ("ib_hca", True), ("gdr", True)]
-    assert nccl_debug.used_text(used).startswith("NCCL 2.27.5, NET/IB (RoCE) over mlx5_0:1, mlx5_1:1,")
+    assert nccl_path.used_text(used).startswith("NCCL 2.27.5, NET/IB (RoCE) over mlx5_0:1, mlx5_1:1,")
     assert used["expected_text"] == "RDMA, NCCL_IB_HCA=%s, GPUDirect RDMA on" % ROCE_HCA
 
 

@@ -1,0 +1,248 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The NCCL path a run took, judged: what parse/nccl_debug.py read from its NCCL_DEBUG=INFO log against what the
+node's profile expects (RDMA, NCCL_IB_HCA, GPUDirect RDMA), quoting the NCCL lines it read; what a run's NCCL
+environment promises; and what a validation report keeps of it.
+
+Pure functions, standard library only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug import MAX_EVIDENCE, NcclDebugError, ib_hca_allows, net_family
+
+_EXPECTED_KEYS = ("rdma", "ib_hca", "gdr")
+
+
+def _check_expected(expected):
+    if expected is None:
+        return {}
+    if not isinstance(expected, dict):
+        raise NcclDebugError("expected must be a mapping with rdma, ib_hca and gdr, got %s" % type(expected).__name__)
+    unknown = sorted(set(expected) - set(_EXPECTED_KEYS))
+    if unknown:
+        raise NcclDebugError("expected has unknown keys %s; it reads %s" % (
+            ", ".join(map(str, unknown)), ", ".join(_EXPECTED_KEYS)))
+    for key in ("rdma", "gdr"):
+        if expected.get(key) is not None and not isinstance(expected[key], bool):
+            raise NcclDebugError("expected %s must be true, false or null, got %r" % (key, expected[key]))
+    if expected.get("ib_hca") is not None and not isinstance(expected["ib_hca"], str):
+        raise NcclDebugError("expected ib_hca must be the NCCL_IB_HCA string or null, got %r" % (expected["ib_hca"],))
+    return expected
+
+
+def _reason(reasons, check, ok, message, evidence):
+    reasons.append({"check": check, "ok": ok, "reason": message, "evidence": [e for e in evidence if e][:MAX_EVIDENCE]})
+
+
+def _ev(parsed, *keys):
+    lines = []
+    for key in keys:
+        for line in (parsed.get("evidence") or {}).get(key) or []:
+            if line not in lines:
+                lines.append(line)
+    return lines
+
+
+def judge_nccl_debug(parsed, expected=None):
+    """A verdict on a parsed NCCL_DEBUG=INFO log against what the node's profile expects.
+
+    ``expected``: ``rdma`` (bool: inter-node traffic must go over RDMA), ``ib_hca`` (the NCCL_IB_HCA the
+    profile sets, '^'/'=' prefixes and 'dev:port' entries as NCCL reads them), ``gdr`` (bool: peermem or
+    DMA-BUF is set up, so GPUDirect RDMA is expected). Returns ``{'passed', 'reasons'}``; each reason
+    has ``check``, ``ok`` (True, False, or None for a note that fails nothing), a one-line ``reason``
+    and the NCCL lines read as ``evidence``.
+    """
+    if not isinstance(parsed, dict) or "connections" not in parsed:
+        raise NcclDebugError("judge_nccl_debug needs parse_nccl_debug's result, got %s" % type(parsed).__name__)
+    expected = _check_expected(expected)
+    reasons = []
+    net = parsed.get("net")
+    nodes = parsed.get("nodes")
+    network = parsed.get("network")
+    wants_rdma = expected.get("rdma")
+    if net is None:
+        where = ("%d node(s)" % nodes) if nodes else "node count not shown"
+        if wants_rdma and net_family(network) == "Socket" and nodes and nodes > 1:
+            _reason(reasons, "transport", False,
+                    "NCCL chose the Socket network for %d nodes although the profile expects RDMA" % nodes,
+                    _ev(parsed, "network", "net_fallback", "nodes"))
+        else:
+            _reason(reasons, "transport", None,
+                    "no inter-node connection in this log (%s): the transport, the HCAs and GDR cannot be judged "
+                    "from it; network %s" % (where, network or "not shown"),
+                    _ev(parsed, "nodes", "network"))
+    elif net == "Socket":
+        if wants_rdma:
+            _reason(reasons, "transport", False,
+                    "inter-node traffic fell back to sockets (NET/Socket) although the profile expects RDMA",
+                    _ev(parsed, "net_connections")[:1] + _ev(parsed, "network", "net_fallback"))
+        elif wants_rdma is False:
+            _reason(reasons, "transport", True, "inter-node traffic over sockets (NET/Socket), as the profile expects",
+                    _ev(parsed, "net_connections"))
+        else:
+            _reason(reasons, "transport", None, "inter-node traffic over sockets (NET/Socket); nothing in the run's "
+                    "environment or profile promised RDMA", _ev(parsed, "net_connections"))
+    else:
+        if wants_rdma is False:
+            # nccl-tests issue 373: an IBext (SHARP) plugin used RDMA although NCCL_IB_DISABLE=1
+            _reason(reasons, "transport", False,
+                    "inter-node traffic went over NET/%s although the profile turns RDMA off "
+                    "(a net plugin that ignores NCCL_IB_DISABLE?)" % net,
+                    _ev(parsed, "net_connections")[:1] + _ev(parsed, "network"))
+        else:
+            kinds = sorted(set(d.get("link_type") for d in parsed.get("ib_devices") or [] if d.get("link_type")))
+            _reason(reasons, "transport", True, "inter-node traffic over NET/%s%s" % (
+                net, (" (%s)" % "/".join(kinds)) if kinds else ""), _ev(parsed, "net_connections", "ib_devices"))
+    _judge_hca(parsed, expected, reasons)
+    _judge_gdr(parsed, expected, reasons)
+    return {"passed": not any(r["ok"] is False for r in reasons), "reasons": reasons}
+
+
+def _judge_hca(parsed, expected, reasons):
+    if "ib_hca" not in expected or parsed.get("net") == "Socket":
+        return
+    wanted = expected.get("ib_hca")
+    echoed = parsed.get("ib_hca")
+    if (wanted or "") != (echoed or "") and (echoed is not None or wanted):
+        _reason(reasons, "ib_hca", None, "NCCL_IB_HCA in the log is %s, the profile sets %s" % (
+            "'%s'" % echoed if echoed is not None else "not echoed (unset, or a plugin that does not print it)",
+            "'%s'" % wanted if wanted else "none"), _ev(parsed, "ib_hca"))
+    if not wanted:
+        return
+    used = list(parsed.get("net_devices") or [])
+    source = "used"
+    if not used and parsed.get("net") is None:
+        used = [d["name"] for d in parsed.get("ib_devices") or [] if d.get("name")]
+        source = "set up"
+    outside = []
+    for name in used:
+        for member in name.split("+"):
+            device, port = _split_device(member)
+            if device and not ib_hca_allows(wanted, device, port):
+                outside.append(member)
+    if outside:
+        lines = []
+        for member in outside:   # one connection line per HCA outside the list
+            for connection in parsed.get("connections") or []:
+                if connection.get("device") and member in connection["device"].split("+"):
+                    lines.append(connection["line"])
+                    break
+        _reason(reasons, "ib_hca", False, "NCCL %s %s, outside NCCL_IB_HCA=%s" % (
+            source, ", ".join(outside), wanted), lines[:MAX_EVIDENCE] + _ev(parsed, "ib_devices", "ib_hca"))
+    elif used:
+        _reason(reasons, "ib_hca", True, "every HCA NCCL %s (%s) is within NCCL_IB_HCA=%s" % (
+            source, ", ".join(used), wanted), _ev(parsed, "ib_devices", "ib_hca"))
+
+
+def _split_device(name):
+    device, sep, port = (name or "").partition(":")
+    return device, (int(port) if sep and port.isdigit() else None)
+
+
+def _judge_gdr(parsed, expected, reasons):
+    wanted = expected.get("gdr")
+    if wanted is None or parsed.get("net") == "Socket":
+        return
+    gdr = parsed.get("gdr")
+    disabled = [e["line"] for e in parsed.get("gdr_hcas") or [] if not e["enabled"]]
+    if gdr is None:
+        _reason(reasons, "gdr", None, "the log does not show whether GPUDirect RDMA was used", [])
+    elif gdr is False and wanted:
+        plain = [c["line"] for c in parsed.get("connections") or [] if c["kind"] == "NET" and not c["gdr"]]
+        reasons_shown = sorted(set(e["reason"] for e in parsed.get("gdr_hcas") or [] if e.get("reason") and not e["enabled"]))
+        _reason(reasons, "gdr", False, "NCCL ran without GPUDirect RDMA%s although peermem/DMA-BUF is expected" % (
+            " (%s)" % ", ".join(reasons_shown) if reasons_shown else ""), disabled[:2] + plain[:1])
+    elif gdr:
+        _reason(reasons, "gdr", True, "NET connections use GPUDirect RDMA (GDRDMA)", _ev(parsed, "net_connections"))
+    else:
+        _reason(reasons, "gdr", True, "no GPUDirect RDMA, as the profile expects", disabled[:2])
+
+
+# ---------------------------------------------------------------------------------------------
+# What a run's environment promises, and the verdict kept in a validation report
+# ---------------------------------------------------------------------------------------------
+
+_TRUE_WORDS = ("1", "true", "yes", "on")
+RDMA_PROFILES = ("infiniband", "roce", "erdma")
+# NCCL_NET_GDR_LEVEL values that keep GPUDirect RDMA off (LOC: only when GPU and NIC are the same device).
+_GDR_OFF_LEVELS = ("LOC", "0")
+
+
+def expected_from_env(env=None, profile=None, gdr_ready=None):
+    """The ``expected`` of judge_nccl_debug from a run's NCCL environment and the node's profile.
+
+    ``rdma``: False when the environment turns RDMA off (NCCL_IB_DISABLE=1, NCCL_NET=Socket); True when it names
+    HCAs (NCCL_IB_HCA) or NCCL_NET=IB; else what the profile says (socket: False; infiniband, roce, erdma: True);
+    else None (nothing promises either). ``ib_hca``: NCCL_IB_HCA when RDMA is not off.
+    ``gdr``: False when NCCL_NET_GDR_LEVEL keeps it off (LOC, 0); True when ``gdr_ready`` (nvidia_peermem
+    loaded on every node of the run); else None (DMA-BUF may still give it: not judged).
+    """
+    if env is None:
+        env = {}
+    if not isinstance(env, dict):
+        raise NcclDebugError("env must map NCCL variable names to values, got %s" % type(env).__name__)
+    if profile is not None and not isinstance(profile, str):
+        raise NcclDebugError("profile must be the NCCL profile's name or null, got %r" % (profile,))
+    if gdr_ready is not None and not isinstance(gdr_ready, bool):
+        raise NcclDebugError("gdr_ready must be true, false or null, got %r" % (gdr_ready,))
+    values = dict((str(k), "" if v is None else str(v).strip()) for k, v in env.items())
+    net = values.get("NCCL_NET", "").lower()
+    if values.get("NCCL_IB_DISABLE", "").lower() in _TRUE_WORDS or net == "socket":
+        return {"rdma": False, "ib_hca": None, "gdr": None}
+    if values.get("NCCL_IB_HCA") or net == "ib":
+        rdma = True     # what the run was started with says more than the node's profile
+    elif profile == "socket":
+        return {"rdma": False, "ib_hca": None, "gdr": None}
+    else:
+        rdma = True if profile in RDMA_PROFILES else None
+    gdr = None
+    if values.get("NCCL_NET_GDR_LEVEL", "").upper() in _GDR_OFF_LEVELS:
+        gdr = False
+    elif gdr_ready:
+        gdr = True
+    return {"rdma": rdma, "ib_hca": values.get("NCCL_IB_HCA") or None, "gdr": gdr}
+
+
+def describe_expected(expected):
+    """'RDMA, NCCL_IB_HCA=..., GDR' in words, for a report's line."""
+    parts = [{True: "RDMA", False: "sockets (RDMA off)", None: "transport not promised"}[expected.get("rdma")]]
+    if expected.get("ib_hca"):
+        parts.append("NCCL_IB_HCA=%s" % expected["ib_hca"])
+    if expected.get("gdr") is not None:
+        parts.append("GPUDirect RDMA %s" % ("on" if expected["gdr"] else "off"))
+    return ", ".join(parts)
+
+
+def report_entry(parsed, expected):
+    """What a validation report keeps of one run's NCCL log: what NCCL used and the verdict, without the log."""
+    verdict = judge_nccl_debug(parsed, expected)
+    return {
+        "nccl_version": parsed.get("nccl_version"), "net": parsed.get("net"), "network": parsed.get("network"),
+        "net_plugin": parsed.get("net_plugin"), "net_devices": list(parsed.get("net_devices") or []),
+        "link_types": sorted(set(d.get("link_type") for d in parsed.get("ib_devices") or [] if d.get("link_type"))),
+        "gdr": parsed.get("gdr"), "transports": dict(parsed.get("transport_counts") or {}),
+        "channels": parsed.get("channels"), "algorithms": list(parsed.get("algorithms") or []),
+        "protocols": list(parsed.get("protocols") or []), "nodes": parsed.get("nodes"), "ranks": parsed.get("ranks"),
+        "ib_hca": parsed.get("ib_hca"), "warnings": list(parsed.get("warnings") or [])[:5],
+        "expected": dict(expected), "expected_text": describe_expected(expected),
+        "passed": verdict["passed"], "reasons": verdict["reasons"],
+    }
+
+
+def used_text(entry):
+    """One line: 'NCCL 2.18.3, NET/IB (RoCE) over mlx5_0:1, mlx5_3:1, GPUDirect RDMA on, 16 coll channels'."""
+    parts = ["NCCL %s" % (entry.get("nccl_version") or "version not shown")]
+    if entry.get("net"):
+        parts.append("NET/%s%s over %s" % (entry["net"], (" (%s)" % "/".join(entry["link_types"])) if entry.get("link_types") else "",
+                                           ", ".join(entry.get("net_devices") or []) or "devices not shown"))
+    else:
+        parts.append("no inter-node connection shown (network %s)" % (entry.get("network") or "not shown"))
+    if entry.get("net") != "Socket":     # over sockets GPUDirect RDMA is not the question
+        parts.append({True: "GPUDirect RDMA on", False: "GPUDirect RDMA off", None: "GPUDirect RDMA not shown"}[entry.get("gdr")])
+    if entry.get("channels"):
+        parts.append("%d coll channels" % entry["channels"]["coll"])
+    return ", ".join(parts)
