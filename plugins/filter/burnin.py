@@ -2,7 +2,8 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the burn-in: the pairwise strategy's rounds, ranking and report, and the search strategy's
-steps (thin wrappers over module_utils/judge/burnin.py and module_utils/plan/burnin_search.py)."""
+steps (thin wrappers over module_utils/judge/burnin.py, module_utils/plan/burnin_search.py,
+module_utils/plan/burnin_search_record.py and module_utils/judge/burnin_search_report.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,8 +11,11 @@ __metaclass__ = type
 
 import copy
 
-# Aliased: this file's burnin_search filter would otherwise share the planner module's name.
+# Aliased: this file's burnin_search, burnin_search_record and burnin_search_report filters would otherwise
+# share the search modules' names.
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin_search_report as search_report
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search as search_planner
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_record as search_record
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin, validation
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
@@ -89,14 +93,14 @@ def burnin_search_record(state, runs):
     except burnin.UnreadableRun as exc:
         fail("burnin_search_record", str(exc))
     figures, errors = burnin.split_figures(judged)
-    return search_planner.record(copy.deepcopy(dict(state)), figures, errors, runs=judged)
+    return search_record.record(copy.deepcopy(dict(state)), figures, errors, runs=judged)
 
 
 def burnin_search_report(state, min_busbw=None):
     """{summary, failures, markdown, svg, rank}: what the search found and the tree it grew."""
     expect("burnin_search_report", state, (Mapping,), "a burn-in search state")
-    return search_planner.report(state, number_or_none("burnin_search_report", "min_busbw", min_busbw),
-                                 shown_minimum=min_busbw)
+    return search_report.report(state, number_or_none("burnin_search_report", "min_busbw", min_busbw),
+                                shown_minimum=min_busbw)
 
 
 SEARCH_STEPS = {"start": burnin_search_start, "next": burnin_search_next, "record": burnin_search_record,

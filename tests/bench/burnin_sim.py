@@ -28,7 +28,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin  # noqa: E402
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin_search_report  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search, burnin_search_record  # noqa: E402
 
 PAIRWISE_SIMULATED_UP_TO = 128  # burnin.rank() compares every link with its hosts' others: O(pairs^2)
 DEFAULTS = {"hosts": 64, "slow": 1, "bad_links": 0, "bad_uplinks": 0, "noise": 0.03, "noise_model": "gauss",
@@ -101,9 +102,9 @@ def search(fabric, tolerance, topology=None):
         tests = burnin_search.next_round(state)
         if not tests:
             break
-        burnin_search.record(state, dict((t["id"], fabric.run(t["hosts"])) for t in tests))
-    found = burnin_search.summary(state)
-    return (found["rounds"], found["runs"], found["slow_hosts"], [tuple(l) for l in found["bad_links"]],
+        burnin_search_record.record(state, dict((t["id"], fabric.run(t["hosts"])) for t in tests))
+    found = burnin_search_report.summary(state)
+    return (found["rounds"], found["runs"], found["slow_hosts"], [tuple(link) for link in found["bad_links"]],
             found.get("bad_uplinks", []), found["unresolved"])
 
 
@@ -111,7 +112,7 @@ def pairwise(fabric, tolerance):
     schedule = burnin.rounds(fabric.hosts)
     results = [{"a": a, "b": b, "busbw": fabric.run([a, b])} for pairs in schedule for (a, b) in pairs]
     ranked = burnin.rank(results, tolerance)
-    links = [tuple(sorted(l.split("-"))) for l in ranked["bad_links"]]
+    links = [tuple(sorted(link.split("-"))) for link in ranked["bad_links"]]
     return len(schedule), len(results), ranked["slow_hosts"], links, [], []
 
 

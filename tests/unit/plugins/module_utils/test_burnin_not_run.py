@@ -7,8 +7,9 @@ prepared Molecule image (tests/unit/fixtures/README.md)."""
 import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin_search_report
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search, burnin_search_record
 
 LAUNCH = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl_tests", "launch")
 CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl_tests", "all_reduce_g8_h200x8.txt")
@@ -67,9 +68,9 @@ def test_the_search_stops_at_a_group_that_could_not_start_and_blames_nobody():
     tests = burnin_search.next_round(state)
     judged = dict((t["id"], burnin.judge_run(_missing(), nccl_tests.parse)) for t in tests)
     figures, errors = burnin.split_figures(judged)
-    state = burnin_search.record(state, figures, errors, runs=judged)
+    state = burnin_search_record.record(state, figures, errors, runs=judged)
     assert burnin_search.next_round(state) == []
-    report = burnin_search.report(state)
+    report = burnin_search_report.report(state)
     assert report["summary"]["slow_hosts"] == [] and report["summary"]["bad_links"] == []
     assert report["failures"] == ["not run (%d of %d runs): %s" % (len(tests), len(tests), MESSAGE)]
     assert report["markdown"].rstrip().splitlines()[-1].startswith("NOT RUN: 4 hosts")

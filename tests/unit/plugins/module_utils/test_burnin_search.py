@@ -6,7 +6,9 @@ import random
 
 import pytest
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin_search_report as sr
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search as s
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_record as rec
 
 HOSTS = ["n%02d" % i for i in range(16)]
 
@@ -38,7 +40,7 @@ def run(hosts, slow=(), bad=(), expected=None, topology=None, figure=100.0, upli
             if len(leaves) > 1 and leaves & set(uplinks):
                 factor = min(factor, 0.5)
             figures[test["id"]] = figure * factor * (1 + rng.gauss(0, noise))
-        s.record(state, figures)
+        rec.record(state, figures)
     return state, rounds
 
 
@@ -48,35 +50,35 @@ def leaves(hosts, per_leaf):
 
 def test_a_healthy_cluster_passes_in_two_rounds():
     state, rounds = run(HOSTS)
-    found = s.summary(state)
+    found = sr.summary(state)
     assert (found["slow_hosts"], found["bad_links"], found["rounds"]) == ([], [], 2)
     assert [len(t["hosts"]) for t in rounds[0]] == [2] * 8 and len(rounds[1][0]["hosts"]) == 16
 
 
 def test_a_slow_host_is_narrowed_down_and_told_from_its_partner():
     state = run(HOSTS, slow=["n05"])[0]
-    found = s.summary(state)
+    found = sr.summary(state)
     assert found["slow_hosts"] == ["n05"] and found["bad_links"] == []
     assert any("n05 against a known-good host" in line and "below" in line for line in found["tree_lines"])
 
 
 def test_a_bad_link_between_two_groups_is_found_by_crossing_halves():
     state, rounds = run(HOSTS, bad=[("n02", "n13")])
-    found = s.summary(state)
+    found = sr.summary(state)
     assert found["slow_hosts"] == [] and found["bad_links"] == [["n02", "n13"]]
     assert any("link search" in line for line in found["tree_lines"])
 
 
 def test_a_bad_link_inside_a_first_group_is_told_from_a_slow_host():
     state = run(HOSTS, bad=[("n04", "n05")])[0]
-    assert s.summary(state)["bad_links"] == [["n04", "n05"]] and s.summary(state)["slow_hosts"] == []
+    assert sr.summary(state)["bad_links"] == [["n04", "n05"]] and sr.summary(state)["slow_hosts"] == []
 
 
 def test_with_a_baseline_the_whole_cluster_is_one_group_first():
     state, rounds = run(HOSTS, expected=100.0)
     assert len(rounds) == 1 and len(rounds[0]) == 1 and len(rounds[0][0]["hosts"]) == 16
     state, rounds = run(HOSTS, slow=["n11"], expected=100.0)
-    assert s.summary(state)["slow_hosts"] == ["n11"]
+    assert sr.summary(state)["slow_hosts"] == ["n11"]
 
 
 def test_topology_tests_within_each_leaf_and_across_leaves():
@@ -94,14 +96,14 @@ def test_few_leaves_full_of_faults_do_not_make_the_median():
     """Three leaves, a fault in two of them: cut into parts, the leaves' first round still has a healthy median."""
     hosts = ["h%02d" % i for i in range(48)]
     state = run(hosts, slow=["h20"], bad=[("h01", "h05")], topology=leaves(hosts, 16), uplinks=["leaf0"])[0]
-    found = s.summary(state)
+    found = sr.summary(state)
     assert (found["slow_hosts"], found["bad_links"], found["bad_uplinks"]) == (["h20"], [["h01", "h05"]], ["leaf0"])
     assert found["reference"] == 100.0
 
 
 def test_two_hosts_are_one_pair():
     state, rounds = run(["a", "b"])
-    assert len(rounds) == 1 and s.summary(state)["slow_hosts"] == []
+    assert len(rounds) == 1 and sr.summary(state)["slow_hosts"] == []
 
 
 @pytest.mark.parametrize("hosts, kwargs, message", [(["a"], {}, "at least two hosts"), (["a", "b"], {"tolerance": 1.5}, "tolerance")])
@@ -114,7 +116,7 @@ def test_two_bad_links_in_one_group_are_both_found():
     """The miss this search had: a short group whose half held one bad link was explained by it, and the
     second link, across the halves, was never looked for. The group is run again without what was found."""
     state, rounds = run(HOSTS, bad=[("n01", "n02"), ("n05", "n13")], expected=100.0)
-    found = s.summary(state)
+    found = sr.summary(state)
     assert found["bad_links"] == [["n01", "n02"], ["n05", "n13"]]
     assert found["slow_hosts"] == [] and found["unresolved"] == []
     assert any("without what was found in it" in line and "below" in line for line in found["tree_lines"])
@@ -122,7 +124,7 @@ def test_two_bad_links_in_one_group_are_both_found():
 
 def test_three_faults_in_one_group_and_links_that_share_a_host_are_all_found():
     state = run(HOSTS, slow=["n09"], bad=[("n03", "n07"), ("n03", "n12"), ("n06", "n14")], expected=100.0)[0]
-    found = s.summary(state)
+    found = sr.summary(state)
     assert found["slow_hosts"] == ["n09"]
     assert found["bad_links"] == [["n03", "n07"], ["n03", "n12"], ["n06", "n14"]]
 
@@ -132,17 +134,17 @@ def test_a_bad_link_between_ends_of_two_found_links_is_found():
     ends of different links together."""
     hosts = ["h%03d" % i for i in range(128)]
     bad = [("h013", "h040"), ("h013", "h068"), ("h027", "h068")]
-    found = s.summary(run(hosts, bad=bad)[0])
+    found = sr.summary(run(hosts, bad=bad)[0])
     assert found["bad_links"] == [list(link) for link in bad]
 
 
 def test_a_bad_uplink_is_named_as_its_leaf_not_as_its_hosts():
     hosts = ["h%02d" % i for i in range(32)]
     state, rounds = run(hosts, topology=leaves(hosts, 8), uplinks=["leaf2"])
-    found = s.summary(state)
+    found = sr.summary(state)
     assert found["bad_uplinks"] == ["leaf2"]
     assert (found["slow_hosts"], found["bad_links"], found["unresolved"]) == ([], [], [])
-    assert s.failures(state, found) == ["bad uplink of leaf leaf2 (runs across it fell short, runs within it passed)"]
+    assert sr.failures(state, found) == ["bad uplink of leaf leaf2 (runs across it fell short, runs within it passed)"]
     # within each leaf first (all pass: the uplink carries none of it), then across leaves
     assert all(len(set(leaves(hosts, 8)[h] for h in t["hosts"])) == 1 for t in rounds[0])
     assert all(t["hosts"] in [[hosts[i + j] for i in range(0, 32, 8)] for j in range(8)] for t in rounds[1])
@@ -155,7 +157,7 @@ def test_a_bad_uplink_next_to_a_slow_host_and_a_bad_link_across_leaves():
     hosts = ["h%02d" % i for i in range(64)]
     topology = dict((h, {"leaf": "leaf%d" % (i // 8), "spine": "spine%d" % (i // 32)}) for i, h in enumerate(hosts))
     state = run(hosts, slow=["h03"], bad=[("h10", "h50")], topology=topology, uplinks=["leaf5"])[0]
-    found = s.summary(state)
+    found = sr.summary(state)
     assert (found["slow_hosts"], found["bad_links"], found["bad_uplinks"]) == (["h03"], [["h10", "h50"]], ["leaf5"])
     assert found["unresolved"] == []
 
@@ -165,13 +167,13 @@ def test_no_false_finding_at_5_percent_noise(seed):
     """Noise (1 + N(0, 5 %)) names nothing: a short by a small margin is run again before it is searched, and
     every finding is measured twice. The faults there are found, nothing else."""
     hosts = ["h%03d" % i for i in range(256)]
-    healthy = s.summary(run(hosts, noise=0.05, seed=seed)[0])
+    healthy = sr.summary(run(hosts, noise=0.05, seed=seed)[0])
     assert (healthy["slow_hosts"], healthy["bad_links"], healthy["bad_uplinks"], healthy["unresolved"]) == ([], [], [], [])
     rng = random.Random(1000 + seed)
     picked = rng.sample(hosts, 6)
     slow, bad = picked[:2], [tuple(sorted(picked[2:4])), tuple(sorted(picked[4:6]))]
     state = run(hosts, slow=slow, bad=bad, noise=0.05, seed=seed, topology=leaves(hosts, 32), uplinks=["leaf3"])[0]
-    found = s.summary(state)
+    found = sr.summary(state)
     assert found["slow_hosts"] == sorted(slow)
     assert found["bad_links"] == sorted(list(link) for link in bad if "leaf3" not in
                                         set(leaves(hosts, 32)[h] for h in link) or len(set(leaves(hosts, 32)[h] for h in link)) == 1)
@@ -182,12 +184,12 @@ def test_a_group_short_by_a_small_margin_is_run_again_before_it_is_searched():
     hosts = HOSTS[:8]
     state = s.start(hosts, expected=100.0)
     (test,) = s.next_round(state)
-    s.record(state, {test["id"]: 82.0})  # threshold 85: short, within the margin
+    rec.record(state, {test["id"]: 82.0})  # threshold 85: short, within the margin
     (again,) = s.next_round(state)
     assert again["kind"] == "retest" and again["hosts"] == hosts
-    s.record(state, {again["id"]: 99.0})
-    assert state["done"] and s.summary(state)["rounds"] == 2
-    assert "passed when run again" in s.summary(state)["tree_lines"][0]
+    rec.record(state, {again["id"]: 99.0})
+    assert state["done"] and sr.summary(state)["rounds"] == 2
+    assert "passed when run again" in sr.summary(state)["tree_lines"][0]
 
 
 def test_a_group_short_twice_with_every_part_passing_is_unresolved():
@@ -196,8 +198,8 @@ def test_a_group_short_twice_with_every_part_passing_is_unresolved():
         tests = s.next_round(state)
         if not tests:
             break
-        s.record(state, dict((t["id"], 40.0 if len(t["hosts"]) == 4 else 100.0) for t in tests))
-    found = s.summary(state)
+        rec.record(state, dict((t["id"], 40.0 if len(t["hosts"]) == 4 else 100.0) for t in tests))
+    found = sr.summary(state)
     assert (found["slow_hosts"], found["bad_links"]) == ([], []) and found["unresolved"] == [HOSTS[:4]]
 
 
@@ -205,7 +207,7 @@ def test_a_group_short_twice_with_every_part_passing_is_unresolved():
 def test_rounds_grow_with_log2_of_the_cluster(slow, bad):
     hosts = ["h%04d" % i for i in range(1024)]
     state = run(hosts, slow=slow, bad=bad, noise=0.05)[0]
-    found = s.summary(state)
+    found = sr.summary(state)
     assert found["slow_hosts"] == slow and found["bad_links"] == [list(link) for link in bad]
     assert found["rounds"] <= 2 * (len(slow) + len(bad)) * math.log2(len(hosts)) + 10
 
@@ -213,7 +215,7 @@ def test_rounds_grow_with_log2_of_the_cluster(slow, bad):
 def test_the_state_survives_being_kept_as_json_between_rounds():
     hosts = ["h%02d" % i for i in range(48)]
     kwargs = dict(slow=["h07"], bad=[("h01", "h40")], topology=leaves(hosts, 8), uplinks=["leaf4"], noise=0.05, seed=3)
-    assert s.summary(run(hosts, through_json=True, **kwargs)[0]) == s.summary(run(hosts, **kwargs)[0])
+    assert sr.summary(run(hosts, through_json=True, **kwargs)[0]) == sr.summary(run(hosts, **kwargs)[0])
 
 
 def test_the_discovered_leaf_map_is_taken_as_it_is():
@@ -225,7 +227,7 @@ def test_the_discovered_leaf_map_is_taken_as_it_is():
                   "leaf_spines": {"leaf-00": ["spine-b"], "leaf-01": ["spine-a"], "leaf-02": ["spine-b"], "leaf-03": ["spine-a"]},
                   "by_source": {"lldp": 24}, "conflicts": [], "warnings": []}
     state, rounds = run(hosts, topology=discovered, uplinks=["leaf-02"])
-    assert s.summary(state)["bad_uplinks"] == ["leaf-02"] and s.summary(state)["bad_links"] == []
+    assert sr.summary(state)["bad_uplinks"] == ["leaf-02"] and sr.summary(state)["bad_links"] == []
     # across leaves, the leaves of spine-a first, then those of spine-b: halves split along spines
     assert rounds[1][0]["hosts"] == ["gpu06", "gpu18", "gpu00", "gpu12"]
 
@@ -233,10 +235,10 @@ def test_the_discovered_leaf_map_is_taken_as_it_is():
 def test_with_two_leaves_a_bad_uplink_is_named_as_one_of_the_two_not_as_links():
     hosts = ["h%02d" % i for i in range(16)]
     state = run(hosts, topology=leaves(hosts, 8), uplinks=["leaf1"])[0]
-    found = s.summary(state)
+    found = sr.summary(state)
     assert found["unresolved_uplinks"] == [["leaf0", "leaf1"]]
     assert (found["bad_links"], found["bad_uplinks"], found["slow_hosts"]) == ([], [], [])
-    assert s.failures(state, found) == [
+    assert sr.failures(state, found) == [
         "bad uplink of leaf leaf0 or leaf leaf1 (every run between them fell short, no third leaf to tell which)"]
 
 
@@ -253,11 +255,11 @@ def test_a_host_missing_from_the_topology_is_a_leaf_of_its_own():
         tests = s.next_round(state)
         if not tests:
             break
-        s.record(state, dict((t["id"], 50.0 if len(set(truth[h] for h in t["hosts"])) > 1
-                              and "leaf1" in set(truth[h] for h in t["hosts"]) else 100.0) for t in tests))
-    found = s.summary(state)
+        rec.record(state, dict((t["id"], 50.0 if len(set(truth[h] for h in t["hosts"])) > 1
+                                and "leaf1" in set(truth[h] for h in t["hosts"]) else 100.0) for t in tests))
+    found = sr.summary(state)
     assert found["bad_links"] == [] and found["unresolved"] == []
-    assert "leaf1" in found["bad_uplinks"] and "h20" not in " ".join(s.failures(state, found))
-    named = [f for f in s.failures(state, found) if "h10" in f]
+    assert "leaf1" in found["bad_uplinks"] and "h20" not in " ".join(sr.failures(state, found))
+    named = [f for f in sr.failures(state, found) if "h10" in f]
     assert len(named) == 1 and named[0] in ("slow host h10", "host h10, in no leaf of the topology: every run with other leaves' "
                                             "hosts fell short, its runs with some hosts passed (its leaf's uplink?)")
