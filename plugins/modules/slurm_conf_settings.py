@@ -170,7 +170,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_conf
 
 # The Slurm programs asked for their release, in this order.
 VERSION_TOOLS = ("slurmctld", "slurmd", "scontrol")
@@ -193,10 +193,10 @@ def _display(content):
 
 
 def _check_key(module, where, key):
-    if not isinstance(key, str) or not slurm.CONF_KEY_RE.match(key):
+    if not isinstance(key, str) or not slurm_conf.CONF_KEY_RE.match(key):
         module.fail_json(msg="%s %r is not a slurm.conf parameter name: a letter, then letters and digits, "
                              "such as HealthCheckProgram" % (where, key))
-    if key.lower() in slurm.CONF_LINE_KEYS:
+    if key.lower() in slurm_conf.CONF_LINE_KEYS:
         module.fail_json(msg="%s %s defines nodes, partitions or an Include, not a parameter: this module sets "
                              "parameters such as HealthCheckProgram and Prolog" % (where, key))
 
@@ -244,7 +244,7 @@ def _check_options(module):
 def _slurm_version(module):
     given = module.params["slurm_version"]
     if given:
-        version = slurm.parse_version(given)
+        version = slurm_conf.parse_version(given)
         if not version or not given.strip()[:1].isdigit():
             module.fail_json(msg="slurm_version must be a Slurm release such as 23.02 or 24.11.5, got %r" % (given,))
         return version
@@ -253,7 +253,7 @@ def _slurm_version(module):
         found = runner.which(tool)
         if found:
             result = runner.run([found, "-V"])
-            version = slurm.parse_version(result.stdout) if result.ok else None
+            version = slurm_conf.parse_version(result.stdout) if result.ok else None
             if version:
                 return version
     return None
@@ -265,12 +265,12 @@ def _more(items):
 
 def _fail_on_problem(module, problems, result):
     first, more = problems[0], [_problem_line(p) for p in problems[1:]]
-    name, where, line = slurm.shown(first["name"]), slurm.shown(first["file"]), first["line"]
+    name, where, line = slurm_conf.shown(first["name"]), slurm_conf.shown(first["file"]), first["line"]
     kind = first["kind"]
     if kind == "missing":
         module.fail_json(msg="Include %s in %s line %d names %s, which does not exist: slurmctld and slurmd stop on "
                              "a missing included file (\"Unable to process configuration file\"); create the file or "
-                             "remove the line%s" % (name, where, line, slurm.shown(first["path"]), _more(more)), **result)
+                             "remove the line%s" % (name, where, line, slurm_conf.shown(first["path"]), _more(more)), **result)
     if kind == "glob":
         module.fail_json(msg="Include %s in %s line %d names a glob: Slurm expands no \"*\" in an Include line and "
                              "stops with \"Unable to process configuration file\"; name each file on an Include line "
@@ -283,12 +283,12 @@ def _fail_on_problem(module, problems, result):
         module.fail_json(msg="Include %s in %s line %d is relative: Slurm 23.02 and later read %s, older releases %s, "
                              "and no slurmctld, slurmd or scontrol on this host said its release (-V); set "
                              "slurm_version, or give the Include an absolute path%s"
-                             % (name, where, line, slurm.shown(first["paths"][0]), slurm.shown(first["paths"][1]),
+                             % (name, where, line, slurm_conf.shown(first["paths"][0]), slurm_conf.shown(first["paths"][1]),
                                 _more(more)), **result)
     if kind == "loop":
         module.fail_json(msg="Include %s in %s line %d closes a loop (%s): Slurm would read these files until it "
                              "fails; remove one of the Include lines%s"
-                             % (name, where, line, " -> ".join(slurm.shown(p) for p in first["chain"]), _more(more)),
+                             % (name, where, line, " -> ".join(slurm_conf.shown(p) for p in first["chain"]), _more(more)),
                          **result)
     if kind == "depth":
         module.fail_json(msg="Include %s in %s line %d goes deeper than %d nested files: a loop through a link, or "
@@ -296,19 +296,19 @@ def _fail_on_problem(module, problems, result):
                              % (name, where, line, first["limit"], _more(more)), **result)
     module.fail_json(msg="more than %d Include lines are followed from %s (the last: %s line %d): an Include "
                          "repeated many times over; include each file once%s"
-                         % (first["limit"], slurm.shown(module.params["path"]), where, line, _more(more)), **result)
+                         % (first["limit"], slurm_conf.shown(module.params["path"]), where, line, _more(more)), **result)
 
 
 def _problem_line(problem):
-    return "%s line %d: Include %s (%s)" % (slurm.shown(problem["file"]), problem["line"], slurm.shown(problem["name"]),
+    return "%s line %d: Include %s (%s)" % (slurm_conf.shown(problem["file"]), problem["line"], slurm_conf.shown(problem["name"]),
                                             problem["kind"])
 
 
 def _fail_on_conflict(module, conflicts, main, result):
     first = conflicts[0]
-    more = ["%s (%s)" % (slurm.describe_conflict(c), "an included file" if c["kind"] == "included" else "the site's own")
+    more = ["%s (%s)" % (slurm_conf.describe_conflict(c), "an included file" if c["kind"] == "included" else "the site's own")
             for c in conflicts[1:]]
-    key, value, where, line = first["key"], slurm.shown(first["value"]), slurm.shown(first["file"]), first["line"]
+    key, value, where, line = first["key"], slurm_conf.shown(first["value"]), slurm_conf.shown(first["file"]), first["line"]
     if first["kind"] == "site_value":
         module.fail_json(msg="%s=%s in %s line %d is the site's own: gpufabric does not replace it with %s; set the "
                              "same value in gpufabric's variables, or remove that line%s"
@@ -319,8 +319,8 @@ def _fail_on_conflict(module, conflicts, main, result):
                          **result)
     module.fail_json(msg="%s=%s in %s line %d is set in a file that %s includes: gpufabric writes %s=%s only in %s, "
                          "never in a file of the site's; remove that line%s"
-                         % (key, value, where, line, slurm.shown(main), first["setting"], first["wanted"],
-                            slurm.shown(main), _more(more)), **result)
+                         % (key, value, where, line, slurm_conf.shown(main), first["setting"], first["wanted"],
+                            slurm_conf.shown(main), _more(more)), **result)
 
 
 def _write(module, path, content):
@@ -348,7 +348,7 @@ def main():
         argument_spec=dict(
             path=dict(type="path", default="/etc/slurm/slurm.conf"),
             settings=dict(type="dict", default={}),
-            owned=dict(type="list", elements="str", default=list(slurm.DEFAULT_OWNED)),
+            owned=dict(type="list", elements="str", default=list(slurm_conf.DEFAULT_OWNED)),
             ours_prefix=dict(type="str", required=True),
             keep_site=dict(type="list", elements="str", default=[]),
             state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -371,13 +371,13 @@ def main():
     if content is None:
         module.fail_json(msg="%s does not exist: give path the slurm.conf slurmctld and slurmd read on this host "
                              "(a configless node has none: run the task on the controller)" % main_path, **result)
-    files = {main_path: slurm.conf_text(content)}
-    base = slurm.include_base(version)
+    files = {main_path: slurm_conf.conf_text(content)}
+    base = slurm_conf.include_base(version)
     # Each pass reads the files the last one found Include lines for, until nothing is left unread; the
     # pass count is bounded by conf_tree's limits (every pass reads at least one new file).
     while True:
-        plan = slurm.plan_conf(main_path, files, settings, params["owned"], params["ours_prefix"],
-                               params["state"], base, params["keep_site"])
+        plan = slurm_conf.plan_conf(main_path, files, settings, params["owned"], params["ours_prefix"],
+                                    params["state"], base, params["keep_site"])
         if not plan["unread"]:
             break
         for item in plan["unread"]:
@@ -388,10 +388,10 @@ def main():
             except (IOError, OSError) as exc:
                 module.fail_json(msg="cannot read %s (%s): %s" % (
                     item["path"], "Include in %s line %d" % (item["file"], item["line"]), exc), **result)
-            files[item["path"]] = None if data is None else slurm.conf_text(data)
+            files[item["path"]] = None if data is None else slurm_conf.conf_text(data)
 
     result.update(files=plan["files"], settings=plan["settings"],
-                  conflicts=[slurm.describe_conflict(c) for c in plan["conflicts"]])
+                  conflicts=[slurm_conf.describe_conflict(c) for c in plan["conflicts"]])
     if params["state"] == "present":
         if plan["problems"]:
             _fail_on_problem(module, plan["problems"], result)
@@ -402,7 +402,7 @@ def main():
             module.warn("not followed: %s" % _problem_line(problem))
         for entry in plan["elsewhere"]:
             module.warn("%s=%s in %s line %d is gpufabric's, but in a file the site includes: it stays; remove it "
-                        "there" % (entry["key"], slurm.shown(entry["value"]), slurm.shown(entry["file"]), entry["line"]))
+                        "there" % (entry["key"], slurm_conf.shown(entry["value"]), slurm_conf.shown(entry["file"]), entry["line"]))
 
     if plan["changed"]:
         result["changed"] = True

@@ -195,7 +195,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs
 
 # time.sleep() and the clock arithmetic stay far inside what the platform's time_t holds.
 MAX_TIMEOUT = 365 * 24 * 3600
@@ -224,8 +224,8 @@ class SlurmJob(object):
         record = None
         if result.ok and result.stdout.strip():
             try:
-                record = slurm.parse_job_record(result.stdout)
-            except slurm.SlurmParseError as exc:
+                record = slurm_jobs.parse_job_record(result.stdout)
+            except slurm_jobs.SlurmParseError as exc:
                 return None, str(exc)
             source = "scontrol show job"
         else:
@@ -233,14 +233,14 @@ class SlurmJob(object):
             if not sacct:
                 return None, result.first_line()
             accounting = self._answer(self.runner.run(
-                [sacct, "-j", job_id, "-X", "-n", "-P", "-o", ",".join(slurm.SACCT_FIELDS)]))
-            record = slurm.parse_sacct(accounting.stdout, job_id) if accounting.ok else None
+                [sacct, "-j", job_id, "-X", "-n", "-P", "-o", ",".join(slurm_jobs.SACCT_FIELDS)]))
+            record = slurm_jobs.parse_sacct(accounting.stdout, job_id) if accounting.ok else None
             if record is None:
                 return None, "%s; sacct: %s" % (result.first_line(), accounting.first_line())
             source = "sacct"
         try:
-            summary = slurm.job_summary(record)
-        except slurm.SlurmParseError as exc:
+            summary = slurm_jobs.job_summary(record)
+        except slurm_jobs.SlurmParseError as exc:
             # The job is there but its record cannot be read: say so, and leave the job alone.
             self.module.fail_json(msg="%s printed a record this module cannot read (%s); the job was left as it is"
                                   % (source, exc), **dict(self.result, record=record))
@@ -297,7 +297,7 @@ def main():
             text.check_line("sbatch_args[%d]" % index, arg)
         job_id = params["job_id"]
         if job_id is not None:
-            slurm.check_job_id(job_id)
+            slurm_jobs.check_job_id(job_id)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     started = time.time()
@@ -319,8 +319,8 @@ def main():
             module.fail_json(msg="sbatch refused %s: %s" % (script, submitted.describe()), rc=submitted.rc,
                              stdout=submitted.stdout, stderr=submitted.stderr, **result)
         try:
-            job_id, cluster = slurm.parse_submit(submitted.stdout)
-        except slurm.SlurmParseError as exc:
+            job_id, cluster = slurm_jobs.parse_submit(submitted.stdout)
+        except slurm_jobs.SlurmParseError as exc:
             module.fail_json(msg=str(exc), stdout=submitted.stdout, stderr=submitted.stderr, **result)
         result.update(changed=True, submitted=True, job_id=job_id, cluster=cluster)
     else:

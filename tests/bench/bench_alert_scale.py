@@ -28,7 +28,7 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import alerts
 
 SECRET = "SECbench-dingtalk-secret-0001"
@@ -103,7 +103,7 @@ def run(nodes, seconds, names, work):
             minutes[minute] = minutes.get(minute, 0) + 1
             for line in record["json"]["text"]["content"].splitlines():
                 if line.startswith("- "):
-                    named |= set(slurm.expand_hostlist(line[2:].split(": ", 1)[0]))
+                    named |= set(slurm_jobs.expand_hostlist(line[2:].split(": ", 1)[0]))
         return {"alerts": len(batch), "nodes": nodes, "direct_posts_today": len(batch), "messages": len(got),
                 "per_minute": [minutes.get(m, 0) for m in range(max(minutes) + 1)] if minutes else [],
                 "first_after_s": round(min(r["at"] for r in got) - started, 1) if got else None,

@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ibnetdiscover  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import slurm_conf, tree  # noqa: E402
 
@@ -78,7 +78,7 @@ def check(text, nodes):
     listed = []
     for line in text.splitlines():
         if line.startswith("SwitchName=") and " Nodes=" in line:
-            listed += slurm.expand_hostlist(line.split(" Nodes=", 1)[1])
+            listed += slurm_jobs.expand_hostlist(line.split(" Nodes=", 1)[1])
     assert sorted(listed) == ["gpu%04d" % n for n in range(1, nodes + 1)], "not every node is listed once"
     assert "SwitchName=top Switches=spine[1-%d]" % SPINES in text, "no top switch over the spines"
 

@@ -22,7 +22,7 @@ NODES = ["gpufabric-fm-node1", "gpufabric-fm-node2"]
 SCENARIO = os.environ.get("MOLECULE_SCENARIO_DIRECTORY", os.path.dirname(os.path.dirname(__file__)))
 ROOT = os.path.abspath(os.path.join(SCENARIO, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs  # noqa: E402
 
 with open(os.path.join(SCENARIO, "vars", "fleet.yml")) as handle:
     SETTINGS = yaml.safe_load(handle)
@@ -174,7 +174,7 @@ def test_clearing_the_fault_sends_one_resolved_message(host):
         section = _text(record).split("Resolved (", 1)[1].split("\nSince:", 1)[0] if "Resolved (" in _text(record) else ""
         for line in section.splitlines()[1:]:
             if line.startswith("- "):
-                named |= set(slurm.expand_hostlist(line[2:].split(": ", 1)[0]))
+                named |= set(slurm_jobs.expand_hostlist(line[2:].split(": ", 1)[0]))
     assert named == set(NODES)
     assert _query('gpufabric_finding == 1') == []
 
@@ -227,7 +227,7 @@ def test_a_fabric_wide_incident_of_1000_nodes_stays_within_a_dingtalk_robots_20_
     for ignored, record in arrivals:
         for line in _text(record).splitlines():
             if line.startswith("- "):
-                named |= set(slurm.expand_hostlist(line[2:].split(": ", 1)[0]))
+                named |= set(slurm_jobs.expand_hostlist(line[2:].split(": ", 1)[0]))
     assert all(r["verified"] for t, r in arrivals)
     assert named == set("scale-node%04d" % i for i in range(1, 1001))
     assert per_minute <= SETTINGS.get("max_per_minute", 20)

@@ -2,7 +2,7 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Host names to a Slurm hostlist expression (``node[01-04,07],login``), the short way to name many
-hosts in a message, a metric label or topology.conf; slurm.expand_hostlist is the way back. And the
+hosts in a message, a metric label or topology.conf; slurm_jobs.expand_hostlist is the way back. And the
 natural order people read host lists in. Standard library only."""
 
 from __future__ import absolute_import, division, print_function
@@ -27,7 +27,7 @@ def _split_number(name):
 def compress_hostlist(names):
     """Host or switch names -> a Slurm hostlist ('node[01-16],login1'), the way `scontrol show hostlist`
     folds them: the trailing number of each name is ranged, zero padding kept. Deterministic: groups in
-    natural order of their prefix, ranges ascending. slurm.expand_hostlist(result) gives the names back."""
+    natural order of their prefix, ranges ascending. slurm_jobs.expand_hostlist(result) gives the names back."""
     seen = set()
     groups = {}      # (prefix, width) -> set of ints; width 0 = no padding
     atoms = []

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm as _slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs as _slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import MAX_NODE_NAME, MAX_SWITCH_NAME, TopologyError, check_slurm_name, short
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.tree import fabric_tree
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import compress_hostlist, natural_key
@@ -34,9 +34,9 @@ def _check_names(names, what, limit):
 
 
 def _hostlist(names, what):
-    """Compressed hostlist, checked against Slurm's own expansion (slurm.expand_hostlist) before it is written."""
+    """Compressed hostlist, checked against Slurm's own expansion (slurm_jobs.expand_hostlist) before it is written."""
     text = compress_hostlist(names)
-    back = _slurm.expand_hostlist(text)
+    back = _slurm_jobs.expand_hostlist(text)
     if sorted(back) != sorted(set(names)):
         raise TopologyError("%s: the hostlist %r does not expand back to the same names" % (what, short(text)))
     return text

@@ -7,7 +7,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rdma.plugins.filter.topology import FilterModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs
 
 F = FilterModule().filters()
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
@@ -107,7 +107,7 @@ def test_the_conf_text_round_trips_through_slurms_hostlists():
     listed = []
     for line in text.splitlines():
         if line.startswith("SwitchName=") and "Nodes=" in line:
-            listed += slurm.expand_hostlist(line.split("Nodes=", 1)[1])
+            listed += slurm_jobs.expand_hostlist(line.split("Nodes=", 1)[1])
     assert listed == sorted(mapping)
     assert "SwitchName=spine1 Switches=leaf[1-4]\n" in text and "SwitchName=top" not in text
 

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import alerts, messages, settings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -58,7 +58,7 @@ def test_a_fabric_wide_fault_on_1000_nodes_is_one_message_naming_every_node():
     text = messages.text_message(bodies[0])
     assert text.splitlines()[0] == "[gpufabric] FIRING: rdma_port_state (critical) on gpu[0001-1000] in cluster c1"
     assert "- gpu[0001-1000]: mlx5_0/1: rdma_port_state (critical)" in text.splitlines()
-    assert sorted(slurm.expand_hostlist(bodies[0]["host"])) == NODES
+    assert sorted(slurm_jobs.expand_hostlist(bodies[0]["host"])) == NODES
 
 
 def test_nodes_with_different_ports_are_listed_by_port_and_parts_name_every_node():
@@ -74,7 +74,7 @@ def test_nodes_with_different_ports_are_listed_by_port_and_parts_name_every_node
         assert len(text.encode()) <= 3000  # the whole message, heading and ids included
         assert text.splitlines()[0].startswith("[gpufabric] FIRING: rdma_port_state (critical) on %d nodes (named below)"
                                                % len(body["nodes"]))
-        named |= set(slurm.expand_hostlist(body["host"]))
+        named |= set(slurm_jobs.expand_hostlist(body["host"]))
     assert named == set(names)
     assert len(set(b["event_id"] for b in bodies)) == 1 and len(set(b["message_id"] for b in bodies)) == len(bodies)
 

@@ -45,14 +45,14 @@ PARSERS = {
     "netconf.networkd_network_file": ("netconf.networkd_network_file(t)", "Network File: /etc/systemd/network/x.network\n"),
     "netconf.parse_cpulist": ("netconf.parse_cpulist(t.strip().split()[0][:64] or '0')", ""),
     "netconf.ifupdown_set_mtu": ("netconf.ifupdown_set_mtu(t, 'eth0', 9000)", "auto eth0\niface eth0 inet dhcp\n"),
-    "slurm.parse_job_record": ("slurm.parse_job_record('JobId=1 ' + t)", ""),
-    "slurm.parse_submit": ("slurm.parse_submit(t + '\\n42')", ""),
-    "slurm.parse_sacct": ("slurm.parse_sacct(t, '1')", "1|job|COMPLETED|0:0|n1|00:00:01|comp\n"),
-    "slurm.duration_seconds": ("slurm.duration_seconds(t)", ""),
-    "slurm.expand_hostlist": ("slurm.expand_hostlist(t.strip()[:N])", ""),
-    "slurm.parse_conf": ("slurm.parse_conf(t)", "ClusterName=c\nInclude x.conf\n"),
-    "slurm.plan_conf": ("slurm.plan_conf('/s/slurm.conf', {'/s/slurm.conf': t, '/s/x.conf': t}, {'Prolog': '/g-p'}, "
-                        "ours_prefix='/g-', base='main')", "ClusterName=c\nInclude x.conf\n"),
+    "slurm_jobs.parse_job_record": ("slurm_jobs.parse_job_record('JobId=1 ' + t)", ""),
+    "slurm_jobs.parse_submit": ("slurm_jobs.parse_submit(t + '\\n42')", ""),
+    "slurm_jobs.parse_sacct": ("slurm_jobs.parse_sacct(t, '1')", "1|job|COMPLETED|0:0|n1|00:00:01|comp\n"),
+    "slurm_jobs.duration_seconds": ("slurm_jobs.duration_seconds(t)", ""),
+    "slurm_jobs.expand_hostlist": ("slurm_jobs.expand_hostlist(t.strip()[:N])", ""),
+    "slurm_conf.parse_conf": ("slurm_conf.parse_conf(t)", "ClusterName=c\nInclude x.conf\n"),
+    "slurm_conf.plan_conf": ("slurm_conf.plan_conf('/s/slurm.conf', {'/s/slurm.conf': t, '/s/x.conf': t}, {'Prolog': '/g-p'}, "
+                             "ours_prefix='/g-', base='main')", "ClusterName=c\nInclude x.conf\n"),
     "nccl.default_route_interface": ("nccl.default_route_interface(t)", "Iface\tDestination\tGateway\n"),
     "numbers.leading_number": ("numbers.leading_number(t)", ""),
     "text.launcher_lines": ("text.launcher_lines(t)", "[1,0]<stdout>:x\n"),
@@ -90,7 +90,7 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import numbers, text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, perftest, rdma, slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, perftest, rdma, slurm_conf, slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s, nccl, netconf
 call, context, shapes = json.loads(sys.stdin.read())
 N = 100000

@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, perftest, rdma, slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, perftest, rdma, slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
@@ -71,7 +71,7 @@ CASES.append((netconf.parse_ip_link_json, os.path.join(FIXTURES, "net", "ip_link
 CASES.append((lambda t: netconf.device_irqs(t, "0000:01:00.0", "enp1s0f0np0"),
               os.path.join(FIXTURES, "net", "proc_interrupts_mlx5.txt"), TEXT_VARIANTS))
 for path in _fixtures("slurm/scontrol_job_*.txt"):
-    CASES.append((slurm.parse_job_record, path, [crlf, bom, ansi]))
+    CASES.append((slurm_jobs.parse_job_record, path, [crlf, bom, ansi]))
 CASES = [(parser, path, variant) for parser, path, variants in CASES for variant in variants]
 
 

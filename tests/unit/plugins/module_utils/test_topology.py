@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import normalize_guid, parse_ibnetdiscover, parse_node_name_map
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import switch_own_name
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.lldp import parse_lldp_neighbors
@@ -57,9 +57,9 @@ def read_conf(text):
         name = fields["SwitchName"] if "SwitchName" in fields else fields.get("BlockName")
         assert name and name not in nodes and name not in children, "defined twice: %s" % line
         if "Nodes" in fields:
-            nodes[name] = slurm.expand_hostlist(fields["Nodes"])
+            nodes[name] = slurm_jobs.expand_hostlist(fields["Nodes"])
         if "Switches" in fields:
-            children[name] = slurm.expand_hostlist(fields["Switches"])
+            children[name] = slurm_jobs.expand_hostlist(fields["Switches"])
     return nodes, children
 
 
@@ -287,7 +287,7 @@ def test_node_name_map_file_format_and_bad_guids():
 ])
 def test_compress_hostlist_folds_like_slurm_and_expands_back(names, expected):
     assert compress_hostlist(names) == expected
-    assert sorted(slurm.expand_hostlist(expected)) == sorted(names)
+    assert sorted(slurm_jobs.expand_hostlist(expected)) == sorted(names)
 
 
 @pytest.mark.parametrize("bad, message", [
