@@ -2,14 +2,16 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the RDMA/NVLink tools operators run by hand and NCCL_DEBUG=INFO logs (thin wrappers
-over module_utils/parse/rdma_tools.py, module_utils/parse/nccl_debug.py and module_utils/judge/nccl_path.py)."""
+over the readers in module_utils/parse/ - ibstat.py, ibdev2netdev.py, show_gids.py, rdma_link.py, eadm.py,
+nvlink.py, nccl_debug.py - and module_utils/judge/port_traffic.py and module_utils/judge/nccl_path.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path, port_traffic
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import (
+    eadm, ibdev2netdev, ibstat, nccl_debug, nvlink, rdma_link, show_gids)
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
@@ -21,35 +23,35 @@ def _text(value, name):
 
 
 def parse_ibstat(value):
-    return rdma_tools.parse_ibstat(_text(value, "parse_ibstat"))
+    return ibstat.parse_ibstat(_text(value, "parse_ibstat"))
 
 
 def parse_ibstatus(value):
-    return rdma_tools.parse_ibstatus(_text(value, "parse_ibstatus"))
+    return ibstat.parse_ibstatus(_text(value, "parse_ibstatus"))
 
 
 def parse_ibdev2netdev(value):
-    return rdma_tools.parse_ibdev2netdev(_text(value, "parse_ibdev2netdev"))
+    return ibdev2netdev.parse_ibdev2netdev(_text(value, "parse_ibdev2netdev"))
 
 
 def parse_show_gids(value):
-    return rdma_tools.parse_show_gids(_text(value, "parse_show_gids"))
+    return show_gids.parse_show_gids(_text(value, "parse_show_gids"))
 
 
 def parse_rdma_link(value):
-    return rdma_tools.parse_rdma_link(_text(value, "parse_rdma_link"))
+    return rdma_link.parse_rdma_link(_text(value, "parse_rdma_link"))
 
 
 def parse_eadm_stat(value):
-    return rdma_tools.parse_eadm_stat(_text(value, "parse_eadm_stat"))
+    return eadm.parse_eadm_stat(_text(value, "parse_eadm_stat"))
 
 
 def parse_nvlink_status(value):
-    return rdma_tools.parse_nvlink_status(_text(value, "parse_nvlink_status"))
+    return nvlink.parse_nvlink_status(_text(value, "parse_nvlink_status"))
 
 
 def parse_nvlink_errors(value):
-    return rdma_tools.parse_nvlink_errors(_text(value, "parse_nvlink_errors"))
+    return nvlink.parse_nvlink_errors(_text(value, "parse_nvlink_errors"))
 
 
 def parse_nccl_debug(value):
@@ -58,7 +60,7 @@ def parse_nccl_debug(value):
 
 def _gids(name, value):
     if isinstance(value, TEXT) or (isinstance(value, Mapping) and "stdout" in value):
-        return rdma_tools.parse_show_gids(_text(value, name))
+        return show_gids.parse_show_gids(_text(value, name))
     return expect_list_of_mappings(name, value, "parse_show_gids' list (or show_gids' text)")
 
 
@@ -66,12 +68,12 @@ def roce_v2_gid_index(value, netdev=None, ipv4=None, device=None):
     for option, given in (("netdev", netdev), ("ipv4", ipv4), ("device", device)):
         if given is not None:
             expect("roce_v2_gid_index", given, (str,), "%s as a string" % option)
-    return rdma_tools.roce_v2_gid_index(_gids("roce_v2_gid_index", value), netdev or None, ipv4 or None, device or None)
+    return show_gids.roce_v2_gid_index(_gids("roce_v2_gid_index", value), netdev or None, ipv4 or None, device or None)
 
 
 def show_gids_cross_check(value, rdma_devices):
     expect_list_of_mappings("show_gids_cross_check", rdma_devices, "the rdma_devices fact as the second argument")
-    return rdma_tools.cross_check_gids(_gids("show_gids_cross_check", value), rdma_devices)
+    return show_gids.cross_check_gids(_gids("show_gids_cross_check", value), rdma_devices)
 
 
 def _nvlink(name, value, parser):
@@ -81,11 +83,11 @@ def _nvlink(name, value, parser):
 
 
 def nvlink_findings(status, errors_after=None, errors_before=None):
-    found = rdma_tools.nvlink_down_findings(_nvlink("nvlink_findings", status, rdma_tools.parse_nvlink_status))
+    found = nvlink.nvlink_down_findings(_nvlink("nvlink_findings", status, nvlink.parse_nvlink_status))
     if errors_after is not None:
-        after = _nvlink("nvlink_findings", errors_after, rdma_tools.parse_nvlink_errors)
-        before = None if errors_before is None else _nvlink("nvlink_findings", errors_before, rdma_tools.parse_nvlink_errors)
-        found.extend(rdma_tools.nvlink_error_findings(before, after))
+        after = _nvlink("nvlink_findings", errors_after, nvlink.parse_nvlink_errors)
+        before = None if errors_before is None else _nvlink("nvlink_findings", errors_before, nvlink.parse_nvlink_errors)
+        found.extend(nvlink.nvlink_error_findings(before, after))
     return found
 
 
@@ -97,7 +99,7 @@ def port_counter_deltas(before, after, gpu_for_port=None, low_fraction=0.1):
     fraction = number_or_none("port_counter_deltas", "low_fraction", low_fraction)
     if fraction is None or not 0 <= fraction <= 1:
         fail("port_counter_deltas", "low_fraction must be a number between 0 and 1, got %r" % (low_fraction,))
-    return rdma_tools.port_counter_deltas(dict(before), dict(after), dict(gpu_for_port) if gpu_for_port else None, fraction)
+    return port_traffic.port_counter_deltas(dict(before), dict(after), dict(gpu_for_port) if gpu_for_port else None, fraction)
 
 
 def judge_nccl_debug(value, expected=None):

@@ -130,7 +130,8 @@ verbs:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.show_gids import cross_check_gids, parse_show_gids
 
 
 def main():
@@ -162,7 +163,7 @@ def main():
         try:
             if not result.ok:
                 raise ValueError(result.describe())
-            gid_check.update(tool="show_gids", findings=rdma_tools.cross_check_gids(rdma_tools.parse_show_gids(result.stdout), devices))
+            gid_check.update(tool="show_gids", findings=cross_check_gids(parse_show_gids(result.stdout), devices))
         except ValueError as exc:   # the command failed, or its text is not show_gids'
             gid_check["error"] = "show_gids: %s" % exc
             module.warn("%s; the GID table is not cross-checked" % gid_check["error"])

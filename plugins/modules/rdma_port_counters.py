@@ -58,7 +58,7 @@ counters:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.eadm import parse_eadm_stat
 
 
 def read_counters(module, runner, sysfs_root):
@@ -76,7 +76,7 @@ def read_counters(module, runner, sysfs_root):
             module.warn("%s; the bytes of %s stay unknown" % (result.describe(), name))
             continue
         try:
-            stat = rdma_tools.parse_eadm_stat(result.stdout)
+            stat = parse_eadm_stat(result.stdout)
         except ValueError as exc:   # ToolTextError, TextError: the text is not eadm's
             module.warn("eadm stat -d %s: %s; its bytes stay unknown" % (name, exc))
             continue

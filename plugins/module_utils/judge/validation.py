@@ -11,7 +11,8 @@ import math
 import re
 from collections.abc import Mapping
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import port_traffic
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug as nccl_debug_mod
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines as baseline_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
@@ -174,7 +175,7 @@ def judge_traffic(traffic, expected):
     Returns (entry, failures, notes).
     """
     before, after, gpu_for_port = flatten_traffic(traffic)
-    deltas = rdma_tools.port_counter_deltas(before, after, gpu_for_port)
+    deltas = port_traffic.port_counter_deltas(before, after, gpu_for_port)
     entry = {"ports": deltas["ports"], "median_bytes": deltas["median_bytes"], "flagged": deltas["flagged"],
              "replayed": traffic.get("replayed")}
     failures, notes = [], []

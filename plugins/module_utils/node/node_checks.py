@@ -18,7 +18,7 @@ import time
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health, rates
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, files, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
@@ -94,11 +94,11 @@ def _nvlink_findings(host, smi, runner, gpu_count, unreadable):
         return [finding("nvlink_status", "warning", host, "nvidia-smi nvlink --status gave no answer: %s" % result.describe(),
                         "run it by hand; until it answers, an NVLink that went down goes unseen")]
     try:
-        status = rdma_tools.parse_nvlink_status(result.stdout)
+        status = nvlink.parse_nvlink_status(result.stdout)
     except ValueError as exc:   # ToolTextError, TextError
         unreadable.append("nvidia-smi nvlink --status: %s" % exc)
         return []
-    found = rdma_tools.nvlink_down_findings(status)
+    found = nvlink.nvlink_down_findings(status)
     for item in found:
         item["target"] = "%s/%s" % (host, item["target"])
     return found

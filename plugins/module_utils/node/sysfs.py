@@ -14,8 +14,8 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import rates
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, rdma, rdma_tools
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import port_traffic, rates
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, rdma
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.files import read_attr
 
 # InfiniBand port counters that only rise when a link misbehaves (sysfs ports/N/counters).
@@ -109,10 +109,10 @@ def read_data_counters(sysfs_root="/sys"):
     """Every RDMA port's data counters: {'mlx5_0/1': {'port_xmit_data': ..., 'port_rcv_data': ...}, ...}.
 
     counters/port_xmit_data and port_rcv_data (words of 4 bytes) and, where a driver keeps bytes in
-    hw_counters (erdma, efa: tx_bytes, rx_bytes, ...), those; rdma_tools.port_counter_deltas reads both.
+    hw_counters (erdma, efa: tx_bytes, rx_bytes, ...), those; port_traffic.port_counter_deltas reads both.
     """
-    readings = read_port_counters(sysfs_root, tuple(rdma_tools.WORD_COUNTERS))
-    for target, values in read_hw_counters(sysfs_root, rdma_tools.BYTE_COUNTERS).items():
+    readings = read_port_counters(sysfs_root, tuple(port_traffic.WORD_COUNTERS))
+    for target, values in read_hw_counters(sysfs_root, port_traffic.BYTE_COUNTERS).items():
         readings.setdefault(target, {}).update(values)
     return readings
 

@@ -15,8 +15,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 MONITOR = "roles/health_monitor/files/gpufabric_health_monitor.py"
 DECIDER = "roles/remediator/files/gpufabric_remediator.py"
 RELAY = "roles/fleet_monitoring/files/gpufabric_alert_relay.py"
-NODE_CHECKS = {"node/node_checks", "judge/health", "parse/gpu", "judge/rates", "parse/rdma", "parse/rdma_tools", "node/sysfs",
-               "fleet/monitor"}
+NODE_CHECKS = {"node/node_checks", "judge/health", "parse/gpu", "judge/rates", "parse/rdma", "parse/nvlink", "parse/rdma_common",
+               "judge/port_traffic", "node/sysfs", "fleet/monitor"}
 PLANNER = {"fleet/remediation", "fleet/policy", "fleet/ledger", "fleet/decider", "fleet/decider_settings",
            "fleet/slurm_nodes", "fleet/k8s_nodes", "fleet/alerts"}
 
