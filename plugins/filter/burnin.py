@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the burn-in: the pairwise strategy's rounds, ranking and report, and the search strategy's
 steps (thin wrappers over module_utils/judge/burnin.py, module_utils/plan/burnin_search.py,
-module_utils/plan/burnin_search_record.py and module_utils/judge/burnin_search_report.py)."""
+module_utils/plan/burnin_search_record.py and module_utils/plan/burnin_search_report.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,7 +13,7 @@ import copy
 
 # Aliased: this file's burnin_search, burnin_search_record and burnin_search_report filters would otherwise
 # share the search modules' names.
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin_search_report as search_report
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_report as search_report
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search as search_planner
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_record as search_record
 

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render import report
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import TEXT, Mapping, expect, filters
 
 

@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render import chart
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import chart
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import mpirun
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)

@@ -7,9 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import ddp
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ddp
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render import chart
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import chart
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters, number_or_none
 
 

@@ -28,7 +28,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin  # noqa: E402
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin_search_report  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_report  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search, burnin_search_record  # noqa: E402
 
 PAIRWISE_SIMULATED_UP_TO = 128  # burnin.rank() compares every link with its hosts' others: O(pairs^2)

@@ -41,7 +41,7 @@ def test_tarball_holds_the_collection(tarball, galaxy):
         names = set(tar.getnames())
         manifest = json.load(tar.extractfile("MANIFEST.json"))
     for required in ("MANIFEST.json", "FILES.json", "README.md", "meta/runtime.yml",
-                     "plugins/module_utils/render/report.py", "plugins/filter/fabric.py",
+                     "plugins/module_utils/common/report.py", "plugins/filter/fabric.py",
                      "plugins/modules/rdma_devices.py", "plugins/modules/gpu_facts.py", "plugins/modules/nccl_env.py",
                      "roles/discovery/meta/argument_specs.yml", "playbooks/site.yml"):
         assert required in names, required

@@ -11,7 +11,7 @@ __metaclass__ = type
 from collections.abc import Mapping
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render import chart
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import chart
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 

@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render.report import render_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import render_table
 
 
 def fabric_interfaces(record):

@@ -17,7 +17,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_d
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines as baseline_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render.report import markdown_table, render_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import markdown_table, render_table
 
 _NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
 

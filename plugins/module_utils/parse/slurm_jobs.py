@@ -12,9 +12,9 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import ddp
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ddp
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render.report import render_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import render_table
 
 # A job in one of these states will not change again (slurm.h job_states, plus the
 # completing/requeue states left out on purpose: they still move).

@@ -26,7 +26,7 @@ named (one finding for the leaf, not one per host).
 
 The planner is a pure state machine shared by the burnin role and tests/bench/burnin_sim.py, in three
 modules: this one plans the rounds (``start``, ``next_round``), plan/burnin_search_record.py reads them
-(``record``: each run judged, and what its verdict leads to) and judge/burnin_search_report.py says what was found:
+(``record``: each run judged, and what its verdict leads to) and plan/burnin_search_report.py says what was found:
 
     state = start(hosts, expected=None, tolerance=0.15, topology=None)
     while not state["done"]:

@@ -9,7 +9,7 @@ all_reduce bandwidth probe through torch.distributed (the application's view of 
         --bucket-size=25 --model=resnet50
 
 Every rank prints one line, and rank 0 the totals, in a fixed format the collection parses
-(module_utils/judge/ddp.py):
+(module_utils/parse/ddp.py):
 
     gpufabric-ddp rank=R host=H gpu=NAME images_per_s=X step_ms=Y
     gpufabric-ddp total world_size=N images_per_s=X per_gpu=Y model=resnet50 batch_size=B

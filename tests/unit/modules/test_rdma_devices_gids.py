@@ -5,7 +5,7 @@ sysfs/roce_mlx5 tree was made from) through the stub tool; readiness turns the m
 import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render import report
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.modules import rdma_devices
 from moduletest import calls, run_module, stub_bin, stub_path
 

@@ -7,7 +7,7 @@ prepared Molecule image (tests/unit/fixtures/README.md)."""
 import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin_search_report
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_report
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search, burnin_search_record
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin_search_report as sr
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_report as sr
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search as s
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_record as rec
 

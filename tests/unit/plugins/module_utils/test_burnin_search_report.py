@@ -1,10 +1,10 @@
-"""The search's report, judge/burnin_search_report.py (moved down from the burnin_search filter): a search over
+"""The search's report, plan/burnin_search_report.py (moved down from the burnin_search filter): a search over
 six hosts whose groups print the real 8x H200 all_reduce capture (40 % slower with n4 in the group), judged by
 burnin.search_runs."""
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin_search_report as sr
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_report as sr
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search as s
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_record as rec

@@ -2,7 +2,7 @@
 batch 320 per GPU (docs/benchmarks/2026-11-23-h200x2-tune/ddp/, tests/unit/fixtures/ddp/)."""
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import ddp
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ddp
 
 
 def test_two_gpus_read_with_totals_and_the_allreduce_probe(read_fixture):

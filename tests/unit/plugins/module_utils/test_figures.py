@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines, burnin, ddp, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines, burnin, validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ddp
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests, perftest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import figures

@@ -6,7 +6,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readin
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nccl
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render import report
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 
 
 @pytest.fixture

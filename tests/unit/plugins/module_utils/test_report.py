@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render import report
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 
 
 GPU = {"present": True, "count": 2, "driver_version": "580.159.04", "nvlink": True,
