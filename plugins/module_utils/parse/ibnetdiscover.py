@@ -287,3 +287,11 @@ def parse_ibnetdiscover(text, node_name_map=None):
             "unnamed_cas": unnamed, "counts": {"switches": len(switches), "cas": len(cas), "hosts": len(hosts),
                                                "links": link_count},
             "warnings": warnings}
+
+
+def as_parsed(value):
+    """What a caller holds of ibnetdiscover - its text, a registered result (``stdout``) or a parsed or tree dict -
+    as a dict: parsed from the text when it is not one already (a tree with ``leaves`` is returned as it is)."""
+    if isinstance(value, dict) and "stdout" in value and "switches" not in value:
+        value = value["stdout"]
+    return value if isinstance(value, dict) else parse_ibnetdiscover(value)

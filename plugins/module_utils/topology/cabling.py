@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import parse_ibnetdiscover
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import as_parsed
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.tree import switch_names
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.host_leaf import lldp_host_leaves, user_leaf_map
@@ -23,11 +23,7 @@ def observed_attachment(ibnetdiscover=None, lldp=None, lldp_interfaces=None):
     (nic = the local interface; leaf = the neighbour's SysName). ibnetdiscover wins where both know a NIC."""
     result = {}
     if ibnetdiscover is not None:
-        parsed = ibnetdiscover
-        if isinstance(parsed, dict) and "stdout" in parsed and "switches" not in parsed:
-            parsed = parsed["stdout"]
-        if not isinstance(parsed, dict):
-            parsed = parse_ibnetdiscover(parsed)
+        parsed = as_parsed(ibnetdiscover)
         names = switch_names(parsed)
         for host, entry in parsed["hosts"].items():
             for hca in entry["hcas"]:

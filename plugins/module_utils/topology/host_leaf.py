@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import parse_ibnetdiscover
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import as_parsed
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.lldp import parse_lldp_neighbors
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError, short
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.tree import fabric_tree
@@ -103,11 +103,7 @@ def host_leaf_map(ibnetdiscover=None, lldp=None, user_map=None, lldp_interfaces=
     leaf_spines = {}
     warnings = []
     if ibnetdiscover is not None:
-        tree = ibnetdiscover
-        if isinstance(tree, dict) and "stdout" in tree and "switches" not in tree:
-            tree = tree["stdout"]
-        if not isinstance(tree, dict):
-            tree = parse_ibnetdiscover(tree)
+        tree = as_parsed(ibnetdiscover)
         if "leaves" not in tree:
             tree = fabric_tree(tree)
         leaf_spines = tree["leaf_spines"]
