@@ -233,10 +233,7 @@ def check_relay_config(config):
         value = merged[name]
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise settings.ConfigError("%s must be a whole number from %d to %d, got %r" % (name, low, high, value))
-    for name in ("timeout", "deliver_deadline", "deliver_interval"):
-        value = merged[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
-            raise settings.ConfigError("%s must be a positive number of seconds (at most 3600), got %r" % (name, value))
+    settings.seconds(merged, ("timeout", "deliver_deadline", "deliver_interval"), 3600)
     chat.check_webhooks(merged["webhooks"])
     if not merged["webhooks"]:
         raise settings.ConfigError("webhooks must name at least one webhook: the relay has nothing to send to")

@@ -158,9 +158,7 @@ def check_config(config):
     if merged["min_severity"] not in SEVERITY_RANK:
         raise ConfigError("min_severity must be one of critical, warning, info, got %r" % merged["min_severity"])
     settings.seconds(merged, ("quiet_period", "timeout", "deliver_deadline"))
-    for name in ("cluster", "host"):
-        if merged[name] is not None and (not isinstance(merged[name], str) or text.describe_unsafe(merged[name])):
-            raise ConfigError("%s must be a one-line string, got %r" % (name, merged[name]))
+    settings.one_line_names(merged, ("cluster", "host"))
     chat.check_webhooks(merged["webhooks"])
     settings.state_dir(merged["state_dir"])
     textfile_dir = merged["textfile_dir"]

@@ -20,11 +20,12 @@ import json
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.messages import SOURCE
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
 
 VERSION = 1
 VERSIONS = (1,)
-USER_AGENT = "gpufabric.rdma.health_monitor"
+USER_AGENT = SOURCE   # the health monitor, as its messages name it
 # Where a report comes from: the monitor's timer, Slurm's HealthCheckProgram and Prolog, an AWX run, an alert.
 SOURCES = ("timer", "healthcheck", "gate", "awx", "alert")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
