@@ -45,7 +45,8 @@ def installed_copy(user):
 
 def test_discover_gates_on_not_ready_and_reports_where_the_user_stands(user):
     repo = user[0]
-    rc, out = playbook(user, "gpufabric.rdma.discover", "-e", "report_dir=./report", "-e", "expected_gpu_count=8")
+    rc, out = playbook(user, "gpufabric.rdma.discover", "-e", "gpufabric_report_root=./report",
+                       "-e", "gpufabric_expected_gpu_count=8")
     assert rc == 2, out[-3000:]  # a failed play: what an AWX workflow's on-failure path and a script's `||` see
     assert "NOT READY: 1 critical finding(s) (gpu_count); see readiness.md in the report directory" in out
     assert (repo / "report" / "readiness.md").is_file() and (repo / "report" / "readiness.json").is_file()
@@ -55,19 +56,26 @@ def test_discover_gates_on_not_ready_and_reports_where_the_user_stands(user):
     assert any(line.strip().strip('",').startswith("NOT READY: 1 critical") for line in out.splitlines())
 
 
-def test_discover_reports_only_when_told(user):
+def test_discover_reports_only_when_told_and_reads_the_old_names_with_a_warning(user):
+    """report_dir and expected_gpu_count, the names before gpufabric_report_root and gpufabric_expected_gpu_count,
+    are still read; Ansible prints a deprecation warning for each."""
     repo = user[0]
     rc, out = playbook(user, "gpufabric.rdma.discover", "-e", "report_dir=report-only", "-e", "expected_gpu_count=8",
                        "-e", "discover_fail_when_not_ready=false")
     assert rc == 0, out[-3000:]
-    assert json.loads((repo / "report-only" / "readiness.json").read_text())["ready"] is False
+    report = json.loads((repo / "report-only" / "readiness.json").read_text())
+    assert report["ready"] is False and report["expected_gpu_count"] == 8
+    flat = " ".join(out.split())
+    for old, new in (("report_dir", "gpufabric_report_root"), ("expected_gpu_count", "gpufabric_expected_gpu_count")):
+        assert ("[DEPRECATION WARNING]: %s is renamed %s: set the new name (the old one is still read). This feature will"
+                " be removed from collection 'gpufabric.rdma' version 1.0.0." % (old, new)) in flat, out[-3000:]
 
 
 def test_the_kubernetes_render_only_example_writes_into_the_users_directory(user):
     repo = user[0]
     workloads = [{"name": "nccl-allreduce", "kind": "mpijob", "image": "my/nccl-tests:2.19", "workers": 2},
                  {"name": "dep-demo-hpn-gpu", "kind": "acs_deployment", "image": "my/app", "gpu_model_series": "GU8TF"}]
-    rc, out = playbook(user, "gpufabric.rdma.kubernetes", "-e", "device_plugin_apply=false", "-e", "report_dir=./report-k8s",
+    rc, out = playbook(user, "gpufabric.rdma.kubernetes", "-e", "device_plugin_apply=false", "-e", "gpufabric_report_root=./report-k8s",
                        "-e", "device_plugin_manifest_dir=k8s", "-e", "k8s_workloads_manifest_dir=k8s",
                        "-e", json.dumps({"k8s_workloads_list": workloads}))
     assert rc == 0, out[-3000:]
@@ -89,7 +97,7 @@ def test_a_gpu_on_the_bus_that_no_driver_answers_is_not_ready(user):
             node.mkdir(parents=True)
             for name, value in (("class", klass), ("vendor", vendor), ("device", device)):
                 (node / name).write_text(value + "\n")
-    rc, out = playbook(user, "gpufabric.rdma.discover", "-e", "report_dir=./report-gpu", "-e", "discovery_sysfs_root=%s" % (repo / "sys"))
+    rc, out = playbook(user, "gpufabric.rdma.discover", "-e", "gpufabric_report_root=./report-gpu", "-e", "discovery_sysfs_root=%s" % (repo / "sys"))
     assert rc == 2, out[-3000:]
     assert "NOT READY" in out and "gpu_driver" in out
     report = json.loads((repo / "report-gpu" / "readiness.json").read_text())
@@ -98,8 +106,8 @@ def test_a_gpu_on_the_bus_that_no_driver_answers_is_not_ready(user):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["gpufabric.rdma.discover", "-e", "expected_gpu_count=eight", "-e", "report_dir=./report-eight"],
-     "expected_gpu_count must be a whole number of GPUs per node (0 or more), got 'eight'"),
+    (["gpufabric.rdma.discover", "-e", "gpufabric_expected_gpu_count=eight", "-e", "gpufabric_report_root=./report-eight"],
+     "argument 'gpufabric_expected_gpu_count' is of type str and we were unable to convert to int: \"'eight'\""),
     (["gpufabric.rdma.burnin", "-e", "burnin_group=gpus"], "burnin_group=gpus matches no host of the inventory"),
     (["gpufabric.rdma.topology", "--check", "--diff"], "this playbook needs a group slurm_controller in the inventory"),
 ], ids=["gpu-count-eight", "group-typo", "topology-without-controller"])

@@ -16,8 +16,8 @@ def entry_point(role, name="main"):
         return yaml.safe_load(handle)["argument_specs"][name]
 
 
-def options(role):
-    return entry_point(role).get("options") or {}
+def options(role, name="main"):
+    return entry_point(role, name).get("options") or {}
 
 
 def role_of(variable):
@@ -26,10 +26,10 @@ def role_of(variable):
     return max(owners, key=len) if owners else None
 
 
-def validate(role, values):
+def validate(role, values, name="main"):
     """Errors of ansible-core's own argument spec validation for these role variables."""
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-    result = ArgumentSpecValidator(options(role)).validate(dict(values))
+    result = ArgumentSpecValidator(options(role, name)).validate(dict(values))
     # Required options the caller did not set are not this check's business.
     return [str(e) for e in result.errors if "missing required arguments" not in str(e)]

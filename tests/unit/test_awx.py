@@ -197,7 +197,7 @@ def test_discover_with_the_survey_answers_hands_its_verdict_to_awx(tmp_path):
     on-failure path gates on."""
     template = next(t for t in TEMPLATES if t["playbook"] == "discover.yml")
     answers = dict((i["variable"], _answer(i)) for i in template["survey_spec"]["spec"])
-    answers.update(report_dir=str(tmp_path / "report"), discovery_facts_dir=str(tmp_path / "facts"), ansible_become=False,
+    answers.update(gpufabric_report_root=str(tmp_path / "report"), discovery_facts_dir=str(tmp_path / "facts"), ansible_become=False,
                    gpufabric_local_facts_dir=str(tmp_path / "facts.d"))
     extra = tmp_path / "answers.json"
     extra.write_text(json.dumps(answers))

@@ -72,7 +72,7 @@ def test_filter_docs_have_examples(path):
     assert docs.get("RETURN")
 
 
-@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("role", [r for r in ROLES if r != "_common"])
 def test_role_examples_use_the_role_with_its_options(role):
     spec = entry_point(role)
     assert spec.get("short_description") and spec.get("description")
@@ -91,6 +91,48 @@ def test_role_examples_use_the_role_with_its_options(role):
             literal = dict((k, v) for k, v in variables.items() if not _has_jinja(v))
             assert validate(role, literal) == []
     assert used, "no example uses gpufabric.rdma.%s" % role
+
+
+def _common_entry_points():
+    with open(os.path.join(ROOT, "roles", "_common", "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["argument_specs"]
+
+
+def test_the_internal_role_has_no_main_and_one_entry_point_per_task_file():
+    """_common is not called directly: no main entry point; each task file a role includes is documented."""
+    tasks = sorted(os.path.splitext(n)[0] for n in os.listdir(os.path.join(ROOT, "roles", "_common", "tasks")))
+    assert sorted(_common_entry_points()) == sorted(set(tasks) - {"main", "report_files_metrics"})
+
+
+@pytest.mark.parametrize("name", sorted(_common_entry_points()))
+def test_internal_examples_include_the_helper_with_its_options(name):
+    spec = _common_entry_points()[name]
+    assert spec.get("short_description") and spec.get("description")
+    used = 0
+    for play in yaml.safe_load(spec["examples"]):
+        for task in play.get("tasks") or []:
+            include = task.get("ansible.builtin.include_role") or {}
+            if include.get("name") != "gpufabric.rdma._common" or include.get("tasks_from") != name:
+                continue
+            used += 1
+            variables = task.get("vars") or {}
+            for variable in variables:
+                assert variable in (spec.get("options") or {}), "%s is not an option of %s" % (variable, name)
+            assert validate("_common", dict((k, v) for k, v in variables.items() if not _has_jinja(v)), name) == []
+    assert used, "no example includes gpufabric.rdma._common with tasks_from %s" % name
+
+
+def test_the_settings_are_documented_with_the_defaults_they_have():
+    """Every setting in _common's defaults is documented in its settings entry point, and each literal default is
+    the documented one."""
+    with open(os.path.join(ROOT, "roles", "_common", "defaults", "main.yml"), encoding="utf-8") as handle:
+        defaults = yaml.safe_load(handle)
+    documented = _common_entry_points()["settings"]["options"]
+    settings = sorted(n for n in defaults if n.startswith("gpufabric_"))
+    assert settings == sorted(documented)
+    for name in settings:
+        if not _has_jinja(defaults[name]):
+            assert documented[name].get("default") == defaults[name], name
 
 
 def test_the_role_check_catches_a_bad_value():

@@ -18,7 +18,8 @@ PLAY = """
   gather_facts: false
   tasks:
     - ansible.builtin.include_role:
-        name: gpufabric.rdma.program_install
+        name: gpufabric.rdma._common
+        tasks_from: program_install
       vars:
         program_install_dir: {dir}
         program_install_program: roles/health_monitor/files/gpufabric_health_monitor.py

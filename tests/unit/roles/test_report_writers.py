@@ -10,8 +10,8 @@ import yaml
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 WRITERS = ("ansible.builtin.copy", "ansible.builtin.template", "ansible.builtin.file", "copy", "template", "file")
 # Files on the controller that are not reports: the site's own baselines file, written on purpose with
-# -e record_baseline=true.
-NOT_REPORTS = {("roles/run_report/tasks/main.yml", "Record this run as the site's baseline (record_baseline=true)")}
+# -e gpufabric_record_baseline=true.
+NOT_REPORTS = {("roles/_common/tasks/run_report.yml", "Record this run as the site's baseline (gpufabric_record_baseline=true)")}
 
 
 def _tasks(items, delegated=False):
@@ -28,7 +28,7 @@ def _files():
     for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml")) +
                        glob.glob(os.path.join(ROOT, "playbooks", "*.yml"))):
         rel = os.path.relpath(path, ROOT)
-        if rel.startswith("roles/report_files/"):
+        if rel.startswith("roles/_common/tasks/report_files"):
             continue
         with open(path) as handle:
             data = yaml.safe_load(handle)
@@ -63,7 +63,7 @@ def test_every_role_with_a_report_directory_writes_through_report_files():
         with open(defaults) as handle:
             variables = yaml.safe_load(handle) or {}
         dirs = [name for name in variables if name.endswith(("_report_dir", "_manifest_dir")) and name.startswith(role + "_")]
-        if not dirs or role in ("report_files",):
+        if not dirs or role == "_common":
             continue
         text = "".join(open(p).read() for p in glob.glob(os.path.join(ROOT, "roles", role, "tasks", "*.yml")))
-        assert "gpufabric.rdma.report_files" in text or "gpufabric.rdma.run_report" in text, role
+        assert "tasks_from: report_files" in text or "tasks_from: run_report" in text, role

@@ -19,7 +19,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 F = FilterModule().filters()["figures_metrics"]
 # The report entry each reporting role adds, by the file that holds its report_files_list.
 ROLE_FILES = {
-    "roles/run_report/tasks/main.yml": ("nccl_tests", "gpufabric_nccl_tests.prom"),
+    "roles/_common/tasks/run_report.yml": ("nccl_tests", "gpufabric_nccl_tests.prom"),
     "roles/perftest/tasks/report.yml": ("perftest", "gpufabric_perftest.prom"),
     "roles/burnin/tasks/main.yml": ("burnin", "gpufabric_burnin.prom"),
     "roles/nccl_tune/tasks/measure.yml": ("tune", "{{ __nccl_tune_prefix }}-gpufabric_tune.prom"),
@@ -69,8 +69,9 @@ def _report_entries(path):
             for item in node:
                 yield from walk(item)
         elif isinstance(node, dict):
-            if node.get("ansible.builtin.include_role", {}).get("name") == "gpufabric.rdma.report_files":
-                yield from (node.get("vars") or {}).get("report_files_list") or []
+            include = node.get("ansible.builtin.include_role", {})
+            if (include.get("name"), include.get("tasks_from")) == ("gpufabric.rdma._common", "report_files"):
+                yield (node.get("vars") or {})
             for key in ("block", "rescue", "always"):
                 yield from walk(node.get(key))
     with open(os.path.join(ROOT, path)) as handle:
@@ -79,13 +80,29 @@ def _report_entries(path):
 
 @pytest.mark.parametrize("path", sorted(ROLE_FILES))
 def test_each_reporting_role_writes_its_figures_beside_its_reports(path):
+    """Each role hands its records to the report writer (report_files_figures); no role renders the metrics."""
     kind, name = ROLE_FILES[path]
-    figures = [e for e in _report_entries(path) if str(e.get("name")).endswith(".prom")]
-    assert [e["name"] for e in figures] == [name]
-    content = " ".join(figures[0]["content"].split())
-    assert "gpufabric.rdma.figures_metrics('%s'," % kind in content
-    assert "cluster=gpufabric_cluster | default(health_monitor_cluster | default('gpufabric'))" in content
-    assert ("nodes=" in content) == (kind in ("tune", "ddp"))
+    (call,) = [v for v in _report_entries(path) if v.get("report_files_figures")]
+    figures = call["report_files_figures"]
+    assert figures["kind"] == kind
+    assert figures.get("name", "gpufabric_%s.prom" % kind) == name
+    assert ("nodes" in figures) == (kind in ("tune", "ddp"))
+    assert not [e for e in call.get("report_files_list") or [] if str(e.get("name")).endswith(".prom")]
+
+
+def test_the_report_writer_is_the_one_caller_of_the_metrics_filter():
+    """figures_metrics is called in one place of the roles, with the collection's cluster setting."""
+    callers = []
+    for folder in ("roles", "playbooks"):
+        for base, ignored, files in os.walk(os.path.join(ROOT, folder)):
+            for name in files:
+                if name.endswith(".yml") and "argument_specs" not in name:
+                    with open(os.path.join(base, name)) as handle:
+                        if "gpufabric.rdma.figures_metrics(" in handle.read():
+                            callers.append(os.path.relpath(os.path.join(base, name), ROOT))
+    assert callers == ["roles/_common/vars/main.yml"]
+    with open(os.path.join(ROOT, callers[0])) as handle:
+        assert "cluster=gpufabric_cluster" in handle.read()
 
 
 def test_the_textfile_names_are_those_node_metrics_removes():
@@ -108,7 +125,8 @@ PLAY = """
   tasks:
     - name: Write the report and its figures
       ansible.builtin.include_role:
-        name: gpufabric.rdma.report_files
+        name: gpufabric.rdma._common
+        tasks_from: report_files
       vars:
         report_files_dir: report
         report_files_once: "{{ once }}"
