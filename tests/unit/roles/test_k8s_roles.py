@@ -18,7 +18,9 @@ def _run(tmp_path, read_fixture, extra, cwd=None):
     inventory = {"all": {"children": {"gpu_nodes": {"hosts": {"ebmgn8v-0": {
         "ansible_connection": "local",
         "discovery_node": {"rdma_devices": devices, "gpu": {"count": 8},
-                           "nccl": {"env": {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_GID_INDEX": "1"}}}}}}}}}
+                           "nccl": {"env": {"NCCL_SOCKET_IFNAME": "eth1", "NCCL_IB_GID_INDEX": "3"}}},
+        # What the one accessor (_common's node_facts) named: nccl_env wrote this, unlike discovery's recommendation.
+        "node_facts_nccl_env": {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_GID_INDEX": "1"}}}}}}}
     (tmp_path / "inventory.json").write_text(json.dumps(inventory))
     variables = {"device_plugin_manifest_dir": str(tmp_path), "k8s_workloads_manifest_dir": str(tmp_path)}
     variables.update(extra)
@@ -58,7 +60,8 @@ def test_roles_write_valid_manifests_from_facts(tmp_path, read_fixture, kube_val
         kube_validate(doc)
     mpijob = next(d for d in docs if d["kind"] == "MPIJob")
     worker = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    # The node's NCCL environment from discovery, and the RDMA resource asked for.
+    # The NCCL environment in effect on the node (what nccl_env wrote, not discovery's recommendation), and the RDMA
+    # resource asked for.
     assert worker["env"] == [{"name": "NCCL_IB_GID_INDEX", "value": "1"}, {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}]
     assert worker["resources"]["limits"]["aliyun/erdma"] == 1
     labels = json.loads((tmp_path / "labels.json").read_text())
