@@ -82,8 +82,9 @@ def survey_errors(survey):
 
 
 def _answer(item):
-    """The value a playbook receives for a question answered with its default."""
-    return item["default"]
+    """The value a playbook receives for a question answered with its default; an optional number left blank is not
+    passed at all (AWX passes no extra variable for it), which the role reads as unset (null)."""
+    return item.get("default")
 
 
 def _playbook_closure(name, seen=None):

@@ -64,7 +64,7 @@ def threshold_errors(values):
         else:
             problem = _threshold_problem(value)
             if problem:
-                errors.append("%s must be a non-negative number or empty, %s" % (name, problem))
+                errors.append("%s must be a non-negative number or unset, %s" % (name, problem))
     return errors
 
 

@@ -37,9 +37,11 @@ def test_a_pattern_that_matches_nothing_fails_naming_it(tmp_path, playbook, extr
     assert "ok: [n1]" not in out   # nothing ran on the nodes
 
 
-def test_site_validate_false_leaves_validation_without_hosts(tmp_path):
-    """-e site_validate=false: validate.yml's plays get no hosts (no facts gathered, no skipped task printed)."""
-    rc, out = _run(tmp_path, "gpufabric.rdma.validate", "-e", "site_validate=false", "--list-hosts")
+@pytest.mark.parametrize("name", ["gpufabric_site_validate", "site_validate"])
+def test_site_validate_false_leaves_validation_without_hosts(tmp_path, name):
+    """-e gpufabric_site_validate=false (or its old name): validate.yml's plays get no hosts (no facts gathered, no
+    skipped task printed)."""
+    rc, out = _run(tmp_path, "gpufabric.rdma.validate", "-e", "%s=false" % name, "--list-hosts")
     assert rc == 0, out[-2000:]
     assert "play #1 (): Validate with nccl-tests TAGS: [validate] pattern: [] hosts (0):" in out, out[-2000:]
     assert re.search(r"Measure RDMA point to point with perftest TAGS: \[[a-z,]+\] pattern: \[\] hosts \(0\):", out)

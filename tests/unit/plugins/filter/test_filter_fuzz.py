@@ -74,11 +74,11 @@ def test_malformed_json_documents(document, message):
 
 
 @pytest.mark.parametrize("name, args, message", [
-    ("nccl_tests_judge", ([], "fast"), "min_busbw must be a non-negative number or empty, got 'fast'"),
+    ("nccl_tests_judge", ([], "fast"), "min_busbw must be a non-negative number or unset, got 'fast'"),
     ("nccl_tests_judge", ([], None, {"1M": 10}), "min_busbw_by_size: size '1M' is not a whole number of bytes"),
-    ("nccl_tests_judge", ([], -5), "min_busbw must be a non-negative number or empty, got -5"),
-    ("perftest_judge", ([], None, "slow"), "max_lat_us must be a non-negative number or empty, got 'slow'"),
-    ("burnin_report", ([], 0.1, [350]), "min_busbw must be a non-negative number or empty, got [350]"),
+    ("nccl_tests_judge", ([], -5), "min_busbw must be a non-negative number or unset, got -5"),
+    ("perftest_judge", ([], None, "slow"), "max_lat_us must be a non-negative number or unset, got 'slow'"),
+    ("burnin_report", ([], 0.1, [350]), "min_busbw must be a non-negative number or unset, got [350]"),
     ("burnin_rank", ([{"a": "n1", "b": "n2", "busbw": 1}], 7), "tolerance must be a number between 0 and 1, got 7"),
     ("mpirun_env_args", ({"NCCL_DEBUG": "WARN\n-x LD_PRELOAD=/tmp/x.so"},), "NCCL_DEBUG contains a newline"),
     ("mpirun_env_args", ({"A B": "1"},), "'A B' is not an environment variable name"),
