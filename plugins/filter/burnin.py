@@ -17,6 +17,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search as search_planner
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_search_record as search_record
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin, validation
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
@@ -52,7 +53,15 @@ def burnin_rank(results, tolerance=0.1):
     return burnin.rank(_pair_results("burnin_rank", results), _tolerance("burnin_rank", tolerance))
 
 
-def burnin_report(pairs, tolerance=0.1, min_busbw=None, title="Burn-in: busbw of each pair"):
+def _replayed(name, result, replayed_from):
+    """The report's markdown with the one replayed note (common.report) when stand-ins printed a capture."""
+    if replayed_from not in (None, ""):
+        expect(name, replayed_from, (str,), "replayed_from as text")
+        result["markdown"] = report.with_replayed_note(result["markdown"], replayed_from)
+    return result
+
+
+def burnin_report(pairs, tolerance=0.1, min_busbw=None, title="Burn-in: busbw of each pair", replayed_from=None):
     """Pair runs -> {results, rank, failures, markdown, svg} (see burnin_report.yml)."""
     expect_list_of_mappings("burnin_report", pairs, "a list of pair runs {a, b, round, rc, output}")
     for index, pair in enumerate(pairs):
@@ -62,8 +71,8 @@ def burnin_report(pairs, tolerance=0.1, min_busbw=None, title="Burn-in: busbw of
     if errors:
         fail("burnin_report", "; ".join(errors))
     minimum = number_or_none("burnin_report", "min_busbw", min_busbw)
-    return burnin.report(pairs, nccl_tests.parse, _tolerance("burnin_report", tolerance), minimum, title,
-                         shown_minimum=min_busbw)
+    return _replayed("burnin_report", burnin.report(pairs, nccl_tests.parse, _tolerance("burnin_report", tolerance),
+                                                    minimum, title, shown_minimum=min_busbw), replayed_from)
 
 
 def burnin_search_start(hosts, expected=None, tolerance=0.15, topology=None):
@@ -96,11 +105,12 @@ def burnin_search_record(state, runs):
     return search_record.record(copy.deepcopy(dict(state)), figures, errors, runs=judged)
 
 
-def burnin_search_report(state, min_busbw=None):
+def burnin_search_report(state, min_busbw=None, replayed_from=None):
     """{summary, failures, markdown, svg, rank}: what the search found and the tree it grew."""
     expect("burnin_search_report", state, (Mapping,), "a burn-in search state")
-    return search_report.report(state, number_or_none("burnin_search_report", "min_busbw", min_busbw),
-                                shown_minimum=min_busbw)
+    return _replayed("burnin_search_report",
+                     search_report.report(state, number_or_none("burnin_search_report", "min_busbw", min_busbw),
+                                          shown_minimum=min_busbw), replayed_from)
 
 
 SEARCH_STEPS = {"start": burnin_search_start, "next": burnin_search_next, "record": burnin_search_record,

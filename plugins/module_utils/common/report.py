@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
+
 NODE_RECORD_SCHEMA = 1
 
 # Interfaces that never carry fabric traffic; listing them only hides the ones that do.
@@ -158,3 +160,24 @@ def node_summary(records):
             (record.get("nccl") or {}).get("profile"),
         ])
     return render_table(SUMMARY_HEADER, rows)
+
+
+def replayed_note(sources):
+    """'Figures REPLAYED from <source>[; <source>], not measured.' - the one wording every report uses where stand-ins
+    printed a capture instead of measuring (the lab) - or None without a source. ``sources``: one text or several."""
+    if isinstance(sources, (list, tuple, set)):
+        found = sorted(set(check_line("replayed_from", s) for s in sources if s))
+    else:
+        found = [check_line("replayed_from", sources)] if sources else []
+    return "Figures REPLAYED from %s, not measured." % "; ".join(found) if found else None
+
+
+def with_replayed_note(markdown, sources):
+    """The report with the replayed note under its title (first line ``# ...``), or as it is without a source."""
+    note = replayed_note(sources)
+    if not note:
+        return markdown
+    title, separator, rest = markdown.partition("\n")
+    if not title.startswith("# "):
+        return note + "\n\n" + markdown
+    return title + "\n\n" + note + "\n" + (rest if rest.startswith("\n") else "\n" + rest)

@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from collections.abc import Mapping
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import describe_unsafe as text_unsafe
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import perftest
@@ -101,7 +102,7 @@ def perftest_markdown(judged, replayed_from=None):
     stand-in's figures come from (the lab), said above the tables."""
     lines = ["# gpufabric.rdma perftest", ""]
     if replayed_from:
-        lines += ["Figures REPLAYED from %s, not measured." % check_line("replayed_from", replayed_from), ""]
+        lines += [report.replayed_note(replayed_from), ""]
     lines += ["| test | client -> server | size (B) | result | verdict |", "|---|---|---|---|---|"]
     for run in judged:
         rows = run["result"].get("rows") or []

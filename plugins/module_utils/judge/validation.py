@@ -17,6 +17,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_d
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines as baseline_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import markdown_table, render_table
 
 _NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
@@ -265,8 +266,7 @@ def summary_rows(judged):
 
 def replayed_line(judged):
     """'Figures REPLAYED from <source>, not measured.' when stand-ins printed captures, else None."""
-    sources = sorted(set(run["replayed_from"] for run in judged if run.get("replayed_from")))
-    return "Figures REPLAYED from %s, not measured." % "; ".join(sources) if sources else None
+    return report.replayed_note([run.get("replayed_from") for run in judged])
 
 
 SUMMARY_HEADER = ["run", "collective", "ranks", "largest size (B)", "busbw there (GB/s)", "peak busbw",

@@ -123,10 +123,12 @@ def test_the_search_names_the_slow_host(tmp_path):
     assert sorted(groups[:2]) == ["h1:1,h2:1", "h3:1,h4:1"]  # the first round: two groups at once
 
 
-def test_replayed_figures_are_labelled_on_the_verdict_line(tmp_path):
-    # The lab's stand-ins print a capture: the verdict line itself must say so (and keep its own text).
+def test_replayed_figures_are_labelled_as_every_report_labels_them(tmp_path):
+    # The lab's stand-ins print a capture: under the title, the words every report uses (common/report.replayed_note),
+    # and the verdict line keeps its own text.
     report = run(tmp_path, "none", "-e", json.dumps({"burnin_replayed_from": "the capture a\\b.txt"}))[0]
-    verdict = [line for line in report.splitlines() if line.startswith(("PASSED", "FAILED"))]
-    assert len(verdict) == 1, report
-    assert verdict[0].startswith("PASSED: 4 hosts, ")
-    assert verdict[0].endswith(" [figures REPLAYED from the capture a\\b.txt, not measured]"), verdict[0]
+    lines = report.splitlines()
+    assert lines[0].startswith("# Burn-in") and lines[1] == ""
+    assert lines[2] == "Figures REPLAYED from the capture a\\b.txt, not measured.", report
+    verdict = [line for line in lines if line.startswith(("PASSED", "FAILED"))]
+    assert len(verdict) == 1 and verdict[0].startswith("PASSED: 4 hosts, ") and "REPLAYED" not in verdict[0], report

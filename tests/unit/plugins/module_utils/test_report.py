@@ -84,3 +84,17 @@ def test_node_summary_host_without_record():
     lines = report.node_summary({"down1": {}}).splitlines()
     assert lines[2].split()[0] == "down1"
     assert lines[2].split()[-3:] == ["none", "-", "-"]
+
+
+def test_the_replayed_note_is_one_wording_for_every_report():
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import replayed_note, with_replayed_note
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import TextError
+    assert replayed_note("the capture x.txt") == "Figures REPLAYED from the capture x.txt, not measured."
+    assert replayed_note(["b", None, "a", "b"]) == "Figures REPLAYED from a; b, not measured."
+    assert replayed_note("") is None and replayed_note([None]) is None
+    assert with_replayed_note("# Burn-in\n\nPASSED: 2 hosts\n", "c") == (
+        "# Burn-in\n\nFigures REPLAYED from c, not measured.\n\nPASSED: 2 hosts\n")
+    assert with_replayed_note("no title\n", "c") == "Figures REPLAYED from c, not measured.\n\nno title\n"
+    assert with_replayed_note("# T\n", None) == "# T\n"
+    with pytest.raises(TextError):
+        replayed_note("two\nlines")
