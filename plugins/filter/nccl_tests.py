@@ -37,7 +37,7 @@ def nccl_tests_collect(single_by_host, mpirun_results=None, hosts=None, gpus_by_
 
 
 def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place", replayed_from=None,
-                     nccl_debug=None):
+                     nccl_debug=None, baselines=None):
     expect_list_of_mappings("nccl_tests_judge", runs, "a list of runs (nccl_tests_collect's result)")
     note = text.check_line("replayed_from", replayed_from) if replayed_from else None
     errors = validation.threshold_errors({"min_busbw": min_busbw, "min_busbw_by_size": min_busbw_by_size,
@@ -46,9 +46,14 @@ def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, 
         fail("nccl_tests_judge", "; ".join(errors))
     if placement not in PLACEMENTS:
         fail("nccl_tests_judge", "placement must be one of %s, got %r" % (", ".join(PLACEMENTS), placement))
+    if baselines is not None:
+        expect("nccl_tests_judge", baselines, (Mapping,), "baselines as {platform, fraction, local}")
+        baselines = {"platform": expect("nccl_tests_judge", baselines.get("platform") or {}, (Mapping,), "baselines.platform as a mapping"),
+                     "fraction": number_or_none("nccl_tests_judge", "baselines.fraction", baselines.get("fraction", 0.9)),
+                     "local": baselines.get("local")}
     try:
         return validation.judge(runs, number_or_none("nccl_tests_judge", "min_busbw", min_busbw), min_busbw_by_size or None,
-                                None if max_wrong in (None, "") else int(max_wrong), placement, note, nccl_debug)
+                                None if max_wrong in (None, "") else int(max_wrong), placement, note, nccl_debug, baselines)
     except ValueError as exc:   # nccl_debug's settings, a traffic reading that is not counters
         fail("nccl_tests_judge", str(exc))
 

@@ -21,7 +21,7 @@ def test_every_kind_of_failure_is_collected():
     assert checks["rdma_port_state"]["severities"] == {"critical", "warning"}
     assert checks["gpu_xid"]["severities"] == {"by catalog"}
     failures = troubleshooting.role_failures()
-    assert "run_report: Fail on a failed threshold" in failures
+    assert "_common: Fail on a failed threshold" in failures
     assert failures["source_archive: Check the checksum's form"]["source"] == os.path.join("roles", "source_archive", "tasks", "main.yml")
     assert "playbook lab: Check lab_state" in failures
     modules = troubleshooting.module_failures()

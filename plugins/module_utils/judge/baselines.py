@@ -83,7 +83,7 @@ def describe(value, entry, unit="GB/s"):
 
 
 def unknown(kind, gpu, gpus, interconnect):
-    return ("no %s baseline for %s x%s %s: record one from this run with -e record_baseline=true" % (
+    return ("no %s baseline for %s x%s %s: record one from this run with -e gpufabric_record_baseline=true" % (
         kind, gpu or "an unknown GPU", gpus, interconnect))
 
 

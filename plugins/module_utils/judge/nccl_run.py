@@ -118,3 +118,14 @@ def verdict(run, parse=nccl_tests.parse):
         if out["busbw"] is None:
             out["error"] = "no busbw at the largest size"
     return out
+
+
+def figure(run):
+    """(size, busbw) of a judged run: the figure judging carried (``run['figure']``, set once by validation.judge),
+    else - a record without it (runs.json of an earlier release, or one written by hand) - read once from its result
+    (``nccl_tests.at_largest_size``). Reports, baselines and metrics all take it from here."""
+    carried = run.get("figure")
+    if isinstance(carried, dict):
+        return carried.get("size"), carried.get("busbw")
+    result = run.get("result")
+    return nccl_tests.at_largest_size(result if isinstance(result, dict) else {})

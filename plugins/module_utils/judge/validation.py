@@ -203,14 +203,17 @@ def judge_traffic(traffic, expected):
 
 
 def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place", replayed_from=None,
-          nccl_debug=None):
+          nccl_debug=None, baselines=None):
     """runs: [{'label', 'command', 'output'}] -> the same runs with 'result', 'failures', 'passed', 'notes'.
 
     ``replayed_from`` (where a stand-in's capture came from) goes on every judged run: the summaries say it
     above the table and in each verdict cell, not in the labels (that made the table 230 columns wide).
     ``nccl_debug`` ({'env': the runs' NCCL environment, 'profile', 'gdr_ready'}): multi-node runs were started
     with NCCL_DEBUG=INFO; what NCCL used is read from their output and judged (key 'nccl'). A run's 'traffic'
-    (data counters before and after it) becomes key 'traffic' with the bytes per port.
+    (data counters before and after it) becomes key 'traffic' with the bytes per port. Each run carries its figure
+    (key 'figure': {size, busbw}, the out-of-place busbw at the largest size), read once here.
+    ``baselines`` ({'platform', 'fraction', 'local'}, see baseline_notes): each run is set against its baseline in
+    this same pass; without a threshold of the user's, a run below the fraction of its baseline fails.
     """
     settings = _nccl_debug_check(nccl_debug)
     judged = []
@@ -237,11 +240,15 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
             item["traffic"], found, noted = judge_traffic(run["traffic"], expected)
             failures += found
             notes += noted
+        size, busbw = nccl_tests.at_largest_size(result)
         item.update(result=result, failures=failures, passed=not failures and bool(result.get("passed")),
-                    notes=notes)
+                    notes=notes, figure={"size": size, "busbw": busbw})
         if replayed_from:
             item["replayed_from"] = replayed_from
         judged.append(item)
+    if baselines and baselines.get("platform"):
+        judged = baseline_notes(judged, baselines["platform"], baselines.get("fraction", 0.9), baselines.get("local"),
+                                min_busbw is not None or bool(min_busbw_by_size))["runs"]
     return judged
 
 
@@ -249,7 +256,7 @@ def summary_rows(judged):
     rows = []
     for run in judged:
         result = run["result"]
-        size, busbw = nccl_tests.at_largest_size(result)
+        size, busbw = nccl_run.figure(run)
         rows.append([
             run.get("label"),
             result.get("collective"),
@@ -375,7 +382,7 @@ def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=Fa
             run["baseline"] = None
             out.append(run)
             continue
-        size, value = nccl_tests.at_largest_size(result)
+        size, value = nccl_run.figure(run)
         gpus = platform.get("gpus_by_mode", {}).get(run.get("mode")) or platform.get("gpus")
         gpus = int(gpus) if str(gpus).isdigit() else gpus
         fabric = platform.get("interconnect_by_mode", {}).get(run.get("mode")) or platform.get("interconnect")

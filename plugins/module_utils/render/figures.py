@@ -21,6 +21,7 @@ __metaclass__ = type
 import math
 from collections.abc import Mapping
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests, perftest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics
@@ -185,7 +186,9 @@ def nccl_tests_families(judged, cluster, run_time):
                 labels = dict(where, size_bytes=size, placement=placement)
                 busbw.add(labels, _value(group.get("busbw")))
                 algbw.add(labels, _value(group.get("algbw")))
-        size, value = nccl_tests.at_largest_size({"rows": _measured_rows(result)})
+        # the figure judging carried (nccl_run.figure), else read once from the measured rows of a bare record
+        size, value = nccl_run.figure({"figure": _mapping(run.get("figure")) or None, "result": {"rows": _measured_rows(result)}})
+        size, value = _whole(size), _value(value)
         if size is not None:
             largest.add(dict(where, size_bytes=size), _value(value))
             baseline.add(dict(where, size_bytes=size), _value(run.get("baseline_busbw")))

@@ -21,7 +21,7 @@ def test_an_unknown_sku_says_so_and_how_to_record_one():
     assert baselines.lookup("nccl_busbw", "NVIDIA H100 80GB HBM3", 2, "nvlink", collective="all_reduce", size=GIB) is None
     assert baselines.unknown("nccl_busbw all_reduce", "NVIDIA H100 80GB HBM3", 2, "nvlink") == (
         "no nccl_busbw all_reduce baseline for NVIDIA H100 80GB HBM3 x2 nvlink: record one from this run with "
-        "-e record_baseline=true")
+        "-e gpufabric_record_baseline=true")
 
 
 def test_the_sites_own_figures_win_and_recording_replaces_the_same_keys():

@@ -124,8 +124,15 @@ def test_a_state_lost_while_slurm_cannot_be_read_acts_only_once_it_is_rebuilt(cl
     c = cluster(["n01", "n02"])
     c.fault("n01")
     c.run("n01")
-    c.messages(1)   # the drain's message sent and recorded: nothing writes the state meanwhile
+    c.messages(1)   # the drain's message sent
     state_path, ignored = decider.paths(c.config["state_dir"])
+    # ... and recorded as sent (the sender writes the state after the receiver answered): nothing writes it meanwhile
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        with open(state_path) as handle:
+            if not any(json.load(handle).get("outbox", {}).values()):
+                break
+        time.sleep(0.05)
     os.unlink(state_path)
     os.environ["STUB_SINFO_MODE"] = "fail:1:slurm_load_partitions: Unable to contact slurm controller"
     c.fault("n02")

@@ -117,6 +117,40 @@ def test_baseline_notes_without_a_platform_or_a_known_baseline(runs):
     assert bare["baseline"] is None
     result = validation.baseline_notes(validation.judge(runs), {"gpu": "NVIDIA B200", "gpus": 2, "interconnect": "nvlink"})
     assert result["runs"][0]["baseline"] == ("no nccl_busbw all_reduce baseline for NVIDIA B200 x2 nvlink: record one "
-                                             "from this run with -e record_baseline=true")
+                                             "from this run with -e gpufabric_record_baseline=true")
     assert result["runs"][0]["passed"] is True
     assert result["record"][0]["gpu"] == "NVIDIA B200"
+
+
+def test_one_judging_pass_sets_each_run_against_its_baseline(runs):
+    """The baselines inside judge: the same runs, baselines and failures as judging and then noting them apart; a
+    threshold of the user's (min_busbw, min_busbw_by_size) keeps the baseline from failing a run."""
+    local = [{"kind": "nccl_busbw", "gpu": "H200", "gpus": 2, "interconnect": "nvlink", "collective": "all_reduce",
+              "size": 4 << 30, "value": 500.0}]
+    baselines = {"platform": PLATFORM, "fraction": 0.9, "local": local}
+    (once,) = validation.judge(runs, baselines=baselines)
+    (twice,) = validation.baseline_notes(validation.judge(runs), PLATFORM, 0.9, local)["runs"]
+    assert once == twice and once["passed"] is False and once["baseline_busbw"] == 500.0
+    (informed,) = validation.judge(runs, min_busbw=300, baselines=baselines)
+    assert informed["passed"] is True and informed["baseline"].startswith("345 GB/s = 69 %")
+    (by_size,) = validation.judge(runs, min_busbw_by_size={4 << 30: 300}, baselines=baselines)
+    assert by_size["passed"] is True
+
+
+def test_the_figure_is_read_once_and_carried(runs):
+    """judge carries each run's figure; the summary, the baselines and the metrics read that one, and a record without
+    it (an earlier runs.json) is read from its rows."""
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.render import figures
+
+    (run,) = validation.judge(runs)
+    assert run["figure"] == {"size": 4294967296, "busbw": 345.19}
+    carried = dict(run, figure={"size": 4294967296, "busbw": 123.0})   # not what the rows say: proves who is read
+    assert validation.summary_rows([carried])[0][3:5] == [4294967296, 123.0]
+    assert validation.baseline_notes([carried], PLATFORM)["runs"][0]["baseline"].startswith("123 GB/s")
+    text = figures.text("nccl_tests", [carried], "c", 1.0, None)
+    assert 'gpufabric_nccl_tests_largest_size_busbw_gigabytes_per_second{' in text
+    assert [line for line in text.splitlines() if line.startswith("gpufabric_nccl_tests_largest_size_busbw")
+            ][0].endswith(" 123")
+    bare = dict(run)
+    del bare["figure"]
+    assert validation.summary_rows([bare])[0][3:5] == [4294967296, 345.19]
