@@ -12,7 +12,6 @@ __metaclass__ = type
 from collections.abc import Mapping
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
-from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import describe_unsafe as text_unsafe
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import perftest
 

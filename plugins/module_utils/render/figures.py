@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests, perftest
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import perftest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import compress_hostlist
