@@ -19,11 +19,15 @@ def _load(path):
 
 
 def _verdict(path):
+    """The report's verdict line, and ' (replayed)' when the report says its figures are replayed (the one wording,
+    under its title)."""
     try:
         with open(path) as handle:
-            return next((line.strip() for line in handle if line.startswith(("PASSED", "FAILED", "NOT RUN"))), None)
+            text = handle.read()
     except (IOError, OSError):
         return None
+    verdict = next((line.strip() for line in text.splitlines() if line.startswith(("PASSED", "FAILED", "NOT RUN"))), None)
+    return None if verdict is None else verdict + (" (replayed)" if "Figures REPLAYED from" in text else "")
 
 
 def main(argv):
