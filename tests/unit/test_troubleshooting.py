@@ -22,7 +22,7 @@ def test_every_kind_of_failure_is_collected():
     assert checks["gpu_xid"]["severities"] == {"by catalog"}
     failures = troubleshooting.role_failures()
     assert "_common: Fail on a failed threshold" in failures
-    assert failures["source_archive: Check the checksum's form"]["source"] == os.path.join("roles", "source_archive", "tasks", "main.yml")
+    assert failures["_common: Check the checksum's form"]["source"] == os.path.join("roles", "_common", "tasks", "source_archive.yml")
     assert "playbook lab: Check lab_state" in failures
     modules = troubleshooting.module_failures()
     assert "timeout must be at least 1 second, got <...>" not in modules["slurm_job"]
