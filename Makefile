@@ -70,7 +70,7 @@ lab-image: docker
 
 lab: collection lab-image
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/lab.yml
-	ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml -e report_dir=$(CURDIR)/build/lab-report
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml -e gpufabric_report_root=$(CURDIR)/build/lab-report
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/burnin.yml -e burnin_report_dir=$(CURDIR)/build/lab-report/burnin
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/burnin.yml -e burnin_strategy=search -e burnin_report_dir=$(CURDIR)/build/lab-report/burnin-search
 	@python3 tests/lab/summary.py $(CURDIR)/build/lab-report

@@ -105,7 +105,7 @@ lab_check_run() {
   local log="${TMPDIR:-/tmp}/gpufabric-lab-check.log" node state
   ansible-playbook -i inventories/lab playbooks/lab.yml >/dev/null || return 1
   if ! ansible-playbook -i inventories/lab playbooks/site.yml --check --diff \
-       -e report_dir="${TMPDIR:-/tmp}/gpufabric-lab-check-report" >"$log" 2>&1; then
+       -e gpufabric_report_root="${TMPDIR:-/tmp}/gpufabric-lab-check-report" >"$log" 2>&1; then
     echo "=== site.yml --check failed on the fresh lab:"; grep -B2 -A12 -E '^(fatal|\[ERROR\])' "$log" | head -n 60
     return 1
   fi
