@@ -2,7 +2,8 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The NCCL path a run took, judged: what parse/nccl_debug.py read from its NCCL_DEBUG=INFO log against what the
-node's profile expects (RDMA, NCCL_IB_HCA, GPUDirect RDMA), quoting the NCCL lines it read; what a run's NCCL
+node's profile expects (RDMA, NCCL_IB_HCA, GPUDirect RDMA, peer-to-peer between the GPUs of one node), quoting the
+NCCL lines it read; what a run's NCCL
 environment promises; and what a validation report keeps of it.
 
 Pure functions, standard library only.
@@ -14,7 +15,9 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug import MAX_EVIDENCE, NcclDebugError, ib_hca_allows, net_family
 
-_EXPECTED_KEYS = ("rdma", "ib_hca", "gdr")
+_EXPECTED_KEYS = ("rdma", "ib_hca", "gdr", "p2p")
+# What turns NCCL's peer-to-peer off from the environment (NCCL_P2P_LEVEL LOC or 0: only a GPU with itself).
+_P2P_OFF_LEVELS = ("LOC", "0")
 
 
 def _check_expected(expected):
@@ -26,7 +29,7 @@ def _check_expected(expected):
     if unknown:
         raise NcclDebugError("expected has unknown keys %s; it reads %s" % (
             ", ".join(map(str, unknown)), ", ".join(_EXPECTED_KEYS)))
-    for key in ("rdma", "gdr"):
+    for key in ("rdma", "gdr", "p2p"):
         if expected.get(key) is not None and not isinstance(expected[key], bool):
             raise NcclDebugError("expected %s must be true, false or null, got %r" % (key, expected[key]))
     if expected.get("ib_hca") is not None and not isinstance(expected["ib_hca"], str):
@@ -52,7 +55,8 @@ def judge_nccl_debug(parsed, expected=None):
 
     ``expected``: ``rdma`` (bool: inter-node traffic must go over RDMA), ``ib_hca`` (the NCCL_IB_HCA the
     profile sets, '^'/'=' prefixes and 'dev:port' entries as NCCL reads them), ``gdr`` (bool: peermem or
-    DMA-BUF is set up, so GPUDirect RDMA is expected). Returns ``{'passed', 'reasons'}``; each reason
+    DMA-BUF is set up, so GPUDirect RDMA is expected), ``p2p`` (bool: the node's GPUs are joined by NVLink, so the
+    ranks of one node must talk peer-to-peer). Returns ``{'passed', 'reasons'}``; each reason
     has ``check``, ``ok`` (True, False, or None for a note that fails nothing), a one-line ``reason``
     and the NCCL lines read as ``evidence``.
     """
@@ -75,6 +79,11 @@ def judge_nccl_debug(parsed, expected=None):
                     "no inter-node connection in this log (%s): the transport, the HCAs and GDR cannot be judged "
                     "from it; network %s" % (where, network or "not shown"),
                     _ev(parsed, "nodes", "network"))
+    elif nodes == 1 and net is not None:
+        # GPUs of one node connected through the network: never called inter-node traffic (the intra-node check
+        # below says what it means)
+        _reason(reasons, "transport", None, "one node: no inter-node traffic; its GPUs connected through NET/%s "
+                "(judged as the intra-node path)" % net, _ev(parsed, "nodes"))
     elif net == "Socket":
         if wants_rdma:
             _reason(reasons, "transport", False,
@@ -97,9 +106,55 @@ def judge_nccl_debug(parsed, expected=None):
             kinds = sorted(set(d.get("link_type") for d in parsed.get("ib_devices") or [] if d.get("link_type")))
             _reason(reasons, "transport", True, "inter-node traffic over NET/%s%s" % (
                 net, (" (%s)" % "/".join(kinds)) if kinds else ""), _ev(parsed, "net_connections", "ib_devices"))
-    _judge_hca(parsed, expected, reasons)
-    _judge_gdr(parsed, expected, reasons)
+    if nodes != 1 or net is None:
+        _judge_hca(parsed, expected, reasons)
+        _judge_gdr(parsed, expected, reasons)
+    _judge_intra_node(parsed, expected, reasons)
     return {"passed": not any(r["ok"] is False for r in reasons), "reasons": reasons}
+
+
+def _p2p_off_cause(env):
+    """Why NCCL did not use peer-to-peer, in its own environment's words, else the usual causes."""
+    env = env or {}
+    if str(env.get("NCCL_P2P_DISABLE", "")).strip() not in ("", "0"):
+        return "NCCL_P2P_DISABLE set by environment to %s" % env["NCCL_P2P_DISABLE"]
+    if str(env.get("NCCL_P2P_LEVEL", "")).strip().upper() in _P2P_OFF_LEVELS:
+        return "NCCL_P2P_LEVEL set by environment to %s" % env["NCCL_P2P_LEVEL"]
+    return ("nothing in the environment turned it off: NCCL found no peer access between these GPUs (ACS on a PCIe "
+            "switch, the IOMMU, or a VM without peer-to-peer; nvidia-smi topo -p2p r shows it)")
+
+
+def _judge_intra_node(parsed, expected, reasons):
+    """The ranks of one node: peer-to-peer where the GPUs are joined by NVLink (``expected['p2p']``), not shared
+    memory through the host and not a socket (a 4x H200 node moved 23 GB/s that way against 346 GB/s peer-to-peer,
+    docs/benchmarks/2026-11-27-h200x4-p2p)."""
+    wants = expected.get("p2p")
+    if wants is None:   # nothing said what the node's GPUs are joined by: no verdict, and no note
+        return
+    connections = parsed.get("connections") or []
+    p2p = [c for c in connections if c.get("kind") == "P2P"]
+    shm = [c for c in connections if c.get("kind") == "SHM"]
+    local_net = [c for c in connections if c.get("kind") == "NET"] if parsed.get("nodes") == 1 else []
+    around = shm + local_net
+    if around:
+        how = " and ".join(part for part in (
+            ("shared memory (%s: %d channel connection(s))" % (shm[0]["transport"], len(shm))) if shm else "",
+            ("the network (%s: %d)" % (local_net[0]["transport"], len(local_net))) if local_net else "") if part)
+        evidence = [c["line"] for c in (shm[:1] + local_net[:1])]
+        if wants:
+            _reason(reasons, "intra_node", False,
+                    "GPUs joined by NVLink talk through %s, not peer-to-peer%s: %s" % (
+                        how, (" (%d peer-to-peer)" % len(p2p)) if p2p else "", _p2p_off_cause(parsed.get("env"))),
+                    evidence)
+        else:
+            _reason(reasons, "intra_node", None, "GPUs of one node talk through %s; they are not joined by NVLink, so "
+                    "peer-to-peer is not expected" % how, evidence)
+    elif p2p:
+        _reason(reasons, "intra_node", True if wants else None, "GPUs of one node talk peer-to-peer (%s: %d channel "
+                "connection(s))" % (p2p[0]["transport"], len(p2p)), [p2p[0]["line"]])
+    elif wants:
+        _reason(reasons, "intra_node", None, "no connection between GPUs of one node in this log: the intra-node path "
+                "cannot be judged from it", [])
 
 
 def _judge_hca(parsed, expected, reasons):

@@ -69,7 +69,12 @@ def notes(result):
 
 
 def implausible(result):
-    """Failures for figures beyond any link's limit, on more than one rank (one rank is a note instead)."""
+    """Failures no threshold explains: several separate runs in one output (a launch that measured nothing), figures
+    beyond any link's limit on more than one rank (one rank is a note instead)."""
+    if result.get("separate_runs"):
+        return ["%d separate nccl-tests runs in one output, each its own rank 0: the launcher started %d processes "
+                "that never joined one run, so nothing crossed a link - this nccl-tests was built without MPI (build "
+                "it with MPI=1)" % (result["separate_runs"], result["separate_runs"])]
     if len(result.get("ranks") or []) == 1 or result.get("peak_busbw") is None or result["peak_busbw"] <= CEILING_GBPS:
         return []
     return ["peak busbw %g GB/s is beyond what any link carries today (NVLink 5: 900 GB/s a direction): "
@@ -112,6 +117,8 @@ def verdict(run, parse=nccl_tests.parse):
         out["error"] = "busbw is nan or inf at %d size(s): a failed measurement" % len(parsed["failed_sizes"])
     elif parsed is not None and not parsed.get("passed", True):
         out["error"] = "nccl-tests reported wrong results or stopped early"
+    elif out["implausible"] and parsed.get("separate_runs"):
+        out["error"] = out["implausible"][0]
     if rows and out["error"] is None:
         out["size"], out["busbw"] = nccl_tests.at_largest_size(parsed)
         out["peak_busbw"] = parsed.get("peak_busbw")

@@ -261,13 +261,16 @@ def parse_text(text):
     NCCL warnings and MPI help or abort notices are kept in ``warnings`` and decide nothing by
     themselves. A run that ended before its table gives ``rows: []``, ``passed: false``, the ranks
     it listed and the lines that say why, not an exception; one whose rows stop before the summary
-    (cut, or still running) keeps its rows and says so in ``errors``.
+    (cut, or still running) keeps its rows and says so in ``errors``. An output of several separate runs, each its
+    own rank 0 with its own process id (a launcher's processes that never joined one run: nccl-tests built without
+    MPI under mpirun), says how many in ``separate_runs``.
     """
     result = {"format": "text", "collective": None, "nccl_tests_version": None, "nccl_version": None,
               "ranks": [], "rows": [], "avg_busbw": None, "peak_busbw": None, "out_of_bounds": None,
               "wrong": None, "completed": False, "table": False, "errors": [], "warnings": [], "passed": False}
     columns = None
     ranks = {}
+    starts, first_rank_pids = 0, set()
     seen_output = False
     for raw in _text.launcher_lines(text, "nccl-tests output"):
         line = raw.strip()
@@ -292,6 +295,8 @@ def parse_text(text):
             if match:
                 seen_output = True
                 rank = int(match.group(1))
+                if rank == 0:
+                    first_rank_pids.add(int(match.group(3)))
                 ranks.setdefault(rank, {
                     "rank": rank, "group": int(match.group(2)) if match.group(2) else None,
                     "pid": int(match.group(3)), "host": match.group(4), "device": int(match.group(5)),
@@ -308,6 +313,7 @@ def parse_text(text):
                 continue
             if _START_RE.match(line):
                 seen_output = True
+                starts += 1
                 continue
             header = _header_columns(line)
             if header:
@@ -343,6 +349,8 @@ def parse_text(text):
     elif result["rows"] and not result["errors"] and not result["completed"] and result["avg_busbw"] is None:
         result["errors"].append(TRUNCATED)
     result["ranks"] = [ranks[r] for r in sorted(ranks)]
+    if starts > 1 and len(first_rank_pids) > 1:
+        result["separate_runs"] = min(starts, len(first_rank_pids))
     return _summarize(result)
 
 

@@ -1,6 +1,8 @@
 """One nccl-tests run has one verdict (judge/nccl_run.py): validation, burn-in and the tuner read the same runs -
 real captures - and agree on whether each ran, whether it is a measurement, and its figure."""
 
+import os
+
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin, nccl_run, validation
@@ -31,10 +33,19 @@ def runs(read_fixture):
         "aborted": ({"rc": 1, "stdout": read_fixture("nccl_tests", "aborted_before_table_nccltests219.txt")}, "exited 1", None),
         "no rows": ({"rc": 0, "stdout": read_fixture("nccl_tests", "aborted_before_table_nccltests219.txt")}, "no result rows", None),
         "nan": ({"rc": 0, "stdout": _nan(good)}, "busbw is nan or inf at 1 size(s): a failed measurement", None),
+        # nccl-tests built without MPI=1 under mpirun -np 4 on 4x H200: four single-rank runs, busbw 0, exit 0
+        "separate runs": ({"rc": 0, "stdout": _capture("mpirun_without_mpi_build.txt")},
+                          "4 separate nccl-tests runs in one output, each its own rank 0", None),
     }
 
 
-@pytest.mark.parametrize("case", ["good", "skipped", "never started", "aborted", "no rows", "nan"])
+def _capture(name):
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+    with open(os.path.join(root, "docs", "benchmarks", "2026-11-27-h200x4-p2p", name)) as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize("case", ["good", "skipped", "never started", "aborted", "no rows", "nan", "separate runs"])
 def test_validation_burnin_and_the_tuner_agree_on_every_run(runs, case):
     registered, why, figure = runs[case]
     run = nccl_run.from_registered(registered)
@@ -51,6 +62,8 @@ def test_validation_burnin_and_the_tuner_agree_on_every_run(runs, case):
     judged = validation.judge([dict(run, label=case, mode="single")])[0]
     assert bool(judged.get("not_run")) == bool(found["not_run"])
     assert not judged["passed"] or found["busbw"] is not None
+    if case == "separate runs":   # a launch that measured nothing fails, saying the binary lacks MPI
+        assert not judged["passed"] and any("built without MPI (build it with MPI=1)" in f for f in judged["failures"])
 
 
 def test_one_rank_is_a_note_and_a_figure_beyond_any_link_is_a_failure(read_fixture):

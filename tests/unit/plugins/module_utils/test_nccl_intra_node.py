@@ -1,0 +1,88 @@
+"""The intra-node path (issue 41, point 3): where a node's GPUs are joined by NVLink, its ranks must talk
+peer-to-peer. Real NCCL logs of one 4x H200 node (NV18 between every pair), all_reduce with peer-to-peer on and with
+NCCL_P2P_DISABLE=1, in one process and under mpirun (docs/benchmarks/2026-11-27-h200x4-p2p: 346 against 23 GB/s)."""
+
+import os
+
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.nccl_path import judge_nccl_debug
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug import parse_nccl_debug
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+CAPTURES = os.path.join(ROOT, "docs", "benchmarks", "2026-11-27-h200x4-p2p")
+
+
+def _log(name):
+    with open(os.path.join(CAPTURES, name + ".txt")) as handle:
+        return parse_nccl_debug(handle.read())
+
+
+def _intra(verdict):
+    return [r for r in verdict["reasons"] if r["check"] == "intra_node"]
+
+
+@pytest.mark.parametrize("name", ["single_p2p_off_r1", "single_p2p_off_r2", "mpirun_p2p_off_r1", "mpirun_p2p_off_r2"])
+def test_peer_to_peer_disabled_fails_naming_shm_and_the_cause(name):
+    verdict = judge_nccl_debug(_log(name), {"p2p": True})
+    (reason,) = _intra(verdict)
+    assert verdict["passed"] is False and reason["ok"] is False
+    assert reason["reason"] == ("GPUs joined by NVLink talk through shared memory (SHM/direct/direct: 16 channel "
+                                "connection(s)), not peer-to-peer: NCCL_P2P_DISABLE set by environment to 1")
+    assert len(reason["evidence"]) == 1 and " via SHM/direct/direct" in reason["evidence"][0]
+
+
+# One process reaches the other GPUs by pointer; one process per GPU (mpirun) through CUDA's memory handles.
+@pytest.mark.parametrize("name, how", [("single_p2p_on_r1", "P2P/direct pointer"), ("single_p2p_on_r2", "P2P/direct pointer"),
+                                       ("mpirun_p2p_on_r1", "P2P/CUMEM"), ("mpirun_p2p_on_r2", "P2P/CUMEM")])
+def test_the_same_node_with_peer_to_peer_passes(name, how):
+    verdict = judge_nccl_debug(_log(name), {"p2p": True})
+    (reason,) = _intra(verdict)
+    assert verdict["passed"] is True and reason["ok"] is True
+    assert reason["reason"] == "GPUs of one node talk peer-to-peer (%s: 96 channel connection(s))" % how
+    # one node: nothing is called inter-node traffic
+    assert [r["ok"] for r in verdict["reasons"] if r["check"] == "transport"] == [None]
+
+
+def test_without_nvlink_or_without_a_word_on_it_shared_memory_fails_nothing():
+    parsed = _log("single_p2p_off_r1")
+    (note,) = _intra(judge_nccl_debug(parsed, {"p2p": False}))
+    assert note["ok"] is None and "not joined by NVLink, so peer-to-peer is not expected" in note["reason"]
+    verdict = judge_nccl_debug(parsed)
+    assert verdict["passed"] is True and _intra(verdict) == []
+
+
+def _lines(*messages, nodes=1):
+    head = ["vm:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes %d localRanks 2 localRank 0 MNNVL 0" % nodes]
+    return parse_nccl_debug("\n".join(head + ["vm:1:1 [0] NCCL INFO " + m for m in messages]) + "\n")
+
+
+def test_no_word_from_the_environment_names_the_usual_causes():
+    parsed = _lines("Channel 00 : 0[0] -> 1[1] via SHM/direct/direct", "Channel 00 : 1[1] -> 0[0] via SHM/direct/direct")
+    (reason,) = _intra(judge_nccl_debug(parsed, {"p2p": True}))
+    assert reason["ok"] is False and "nothing in the environment turned it off" in reason["reason"]
+    assert "ACS on a PCIe switch, the IOMMU, or a VM without peer-to-peer" in reason["reason"]
+    level = _lines("NCCL_P2P_LEVEL set by environment to LOC", "Channel 00 : 0[0] -> 1[1] via SHM/direct/direct")
+    assert _intra(judge_nccl_debug(level, {"p2p": True}))[0]["reason"].endswith("NCCL_P2P_LEVEL set by environment to LOC")
+
+
+def test_a_socket_between_gpus_of_one_node_is_never_inter_node_traffic():
+    parsed = _lines("Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0", "NCCL_P2P_DISABLE set by environment to 1",
+                    "NCCL_SHM_DISABLE set by environment to 1")
+    verdict = judge_nccl_debug(parsed, {"p2p": True, "rdma": True})
+    (transport,) = [r for r in verdict["reasons"] if r["check"] == "transport"]
+    assert transport["ok"] is None and transport["reason"].startswith("one node: no inter-node traffic")
+    (reason,) = _intra(verdict)
+    assert reason["ok"] is False and "the network (NET/Socket/0: 1)" in reason["reason"]
+    assert verdict["passed"] is False
+
+
+def test_a_log_without_connections_between_local_gpus_says_so():
+    (reason,) = _intra(judge_nccl_debug(_lines("NCCL_P2P_DISABLE set by environment to 1"), {"p2p": True}))
+    assert reason["ok"] is None and "cannot be judged from it" in reason["reason"]
+
+
+def test_p2p_must_be_a_boolean():
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug import NcclDebugError
+    with pytest.raises(NcclDebugError, match="expected p2p must be true, false or null, got 'yes'"):
+        judge_nccl_debug(_lines(), {"p2p": "yes"})
