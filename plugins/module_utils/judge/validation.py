@@ -246,9 +246,9 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
         if replayed_from:
             item["replayed_from"] = replayed_from
         judged.append(item)
-    if baselines and baselines.get("platform"):
-        judged = baseline_notes(judged, baselines["platform"], baselines.get("fraction", 0.9), baselines.get("local"),
-                                min_busbw is not None or bool(min_busbw_by_size))["runs"]
+    if baselines is not None:   # every run then has 'baseline' (None without a platform or a known baseline)
+        judged = baseline_notes(judged, baselines.get("platform") or {}, baselines.get("fraction", 0.9),
+                                baselines.get("local"), min_busbw is not None or bool(min_busbw_by_size))["runs"]
     return judged
 
 

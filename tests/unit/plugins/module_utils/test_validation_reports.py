@@ -135,6 +135,9 @@ def test_one_judging_pass_sets_each_run_against_its_baseline(runs):
     assert informed["passed"] is True and informed["baseline"].startswith("345 GB/s = 69 %")
     (by_size,) = validation.judge(runs, min_busbw_by_size={4 << 30: 300}, baselines=baselines)
     assert by_size["passed"] is True
+    # no platform (a Slurm job's runs): every run still says it has no baseline, as the report reads it
+    (bare,) = validation.judge(runs, baselines={"platform": {}, "fraction": 0.9, "local": []})
+    assert bare["baseline"] is None and bare["passed"] is True
 
 
 def test_the_figure_is_read_once_and_carried(runs):
