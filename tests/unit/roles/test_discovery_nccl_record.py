@@ -67,4 +67,3 @@ def test_discovery_after_nccl_env_carries_what_was_written_and_computes_nothing(
     record_again, ignored = _shown(out)
     assert record_again == record
     assert (tmp_path / "gpufabric" / "facts.json").read_text() == facts
-
