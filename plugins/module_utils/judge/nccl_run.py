@@ -83,14 +83,15 @@ def implausible(result):
 
 def verdict(run, parse=nccl_tests.parse):
     """One run ({rc, output, stderr, not_run}) -> {result, not_run, error, size, busbw, peak_busbw, ranks,
-    nccl_tests_passed, notes, implausible}.
+    nccl_tests_passed, notes, implausible, figure}.
 
     ``result`` is the parsed output (an empty result naming why when there is none); ``not_run`` the reason it
     never ran; ``error`` why it is no measurement (``not run: ...`` included); ``size``/``busbw`` the figure, only
     when there is no error. ``parse`` reads the output (nccl_tests.parse; a caller may pass its own reader).
     """
     out = {"result": None, "not_run": None, "error": None, "size": None, "busbw": None, "peak_busbw": None,
-           "ranks": None, "nccl_tests_passed": None, "notes": [], "implausible": []}
+           "ranks": None, "nccl_tests_passed": None, "notes": [], "implausible": [],
+           "figure": {"size": None, "busbw": None}}
     never = run.get("not_run") or nccl_tests.launch_failure(run.get("rc"), run.get("output"), run.get("stderr"))
     if never:
         out.update(not_run=never, error=NOT_RUN + never, result=nccl_tests.empty_result(NOT_RUN + never))
@@ -103,6 +104,10 @@ def verdict(run, parse=nccl_tests.parse):
     if parsed is not None:
         out["result"] = parsed
     rows = (parsed or {}).get("rows") or []
+    # the figure, read once: every run that printed rows has it (validation reports it, failed or not); size and
+    # busbw below are it only when the run is a measurement
+    largest = nccl_tests.at_largest_size(parsed) if rows else (None, None)
+    out["figure"] = {"size": largest[0], "busbw": largest[1]}
     if parsed is not None:
         out["ranks"] = len(parsed.get("ranks") or []) or None
         out["nccl_tests_passed"] = bool(parsed.get("passed"))
@@ -120,7 +125,7 @@ def verdict(run, parse=nccl_tests.parse):
     elif out["implausible"] and parsed.get("separate_runs"):
         out["error"] = out["implausible"][0]
     if rows and out["error"] is None:
-        out["size"], out["busbw"] = nccl_tests.at_largest_size(parsed)
+        out["size"], out["busbw"] = largest
         out["peak_busbw"] = parsed.get("peak_busbw")
         if out["busbw"] is None:
             out["error"] = "no busbw at the largest size"

@@ -223,7 +223,7 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
         found = nccl_run.verdict(dict(run, stderr=""))
         if found["not_run"]:
             run = dict(run, not_run=found["not_run"])
-        result = found["result"]
+        result, figure = found["result"], found["figure"]
         failures = nccl_tests.check_thresholds(result, min_busbw, min_busbw_by_size, max_wrong, True, placement)
         failures += found["implausible"]
         if run.get("rc") not in (0, None) and not run.get("not_run"):
@@ -240,9 +240,8 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
             item["traffic"], found, noted = judge_traffic(run["traffic"], expected)
             failures += found
             notes += noted
-        size, busbw = nccl_tests.at_largest_size(result)
         item.update(result=result, failures=failures, passed=not failures and bool(result.get("passed")),
-                    notes=notes, figure={"size": size, "busbw": busbw})
+                    notes=notes, figure=figure)
         if replayed_from:
             item["replayed_from"] = replayed_from
         judged.append(item)
