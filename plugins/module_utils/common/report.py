@@ -37,14 +37,19 @@ def _interface_record(name, facts):
 # Values that change while nothing about the node changes; kept out of the record so that
 # facts.json is rewritten only when the node really changes.
 _VOLATILE_GPU_KEYS = ("temperature_c", "ecc_uncorrected_volatile")
+_VOLATILE_PCIE_KEYS = ("gen_now", "width_now")   # an idle GPU trains its link down: the record keeps the maximum
 
 
 def _stable_gpu(gpu):
     if not gpu:
         return {"present": False, "count": 0, "gpus": []}
     stable = dict(gpu)
-    stable["gpus"] = [dict((k, v) for k, v in g.items() if k not in _VOLATILE_GPU_KEYS)
-                      for g in gpu.get("gpus") or []]
+    stable["gpus"] = []
+    for entry in gpu.get("gpus") or []:
+        entry = dict((k, v) for k, v in entry.items() if k not in _VOLATILE_GPU_KEYS)
+        if isinstance(entry.get("pcie"), dict):
+            entry["pcie"] = dict((k, v) for k, v in entry["pcie"].items() if k not in _VOLATILE_PCIE_KEYS)
+        stable["gpus"].append(entry)
     return stable
 
 

@@ -105,6 +105,22 @@ def pci_gpus_not_answering(pci_gpus, facts):
     return [g for g in pci_gpus or [] if _bus_address(g.get("address")) not in listed]
 
 
+def _whole(text):
+    value = _number(text)
+    return int(value) if value is not None and value == int(value) else None
+
+
+def pcie_link(gpu):
+    """The GPU's PCIe link: ``gen`` and ``width`` the most it trains to (max_link_gen: what both ends support;
+    max_link_width), ``gen_now`` and ``width_now`` what it runs at (an idle GPU drops to a lower generation to
+    save power, so only the maximum says what the link can carry). None for a value the driver does not print."""
+    info = gpu.find("pci/pci_gpu_link_info")
+    return {"gen": _whole(xml_text(info, "pcie_gen/max_link_gen")),
+            "width": _whole(xml_text(info, "link_widths/max_link_width")),
+            "gen_now": _whole(xml_text(info, "pcie_gen/current_link_gen")),
+            "width_now": _whole(xml_text(info, "link_widths/current_link_width"))}
+
+
 def parse_nvidia_smi_xml(text):
     """`nvidia-smi -q -x` (text, or its root from nvidia_smi_root) -> driver_version, cuda_version,
     count and gpus (see gpu_facts RETURN)."""
@@ -128,6 +144,7 @@ def parse_nvidia_smi_xml(text):
             "power_limit_w": _number(xml_text(gpu, "gpu_power_readings/current_power_limit")
                                      or xml_text(gpu, "power_readings/power_limit")),
             "temperature_c": _number(xml_text(gpu, "temperature/gpu_temp")),
+            "pcie": pcie_link(gpu),
         })
     return {
         "driver_version": xml_text(root, "driver_version"),

@@ -16,6 +16,8 @@ def test_h200_nvidia_smi_xml(read_fixture):
         # sram_uncorrectable_parity + sram_uncorrectable_secded + dram_uncorrectable
         "ecc_uncorrected_volatile": 0,
         "power_limit_w": 700, "temperature_c": 37,
+        # max_link_gen, max_link_width: what the link carries (judge/ceiling.py); *_now what it runs at
+        "pcie": {"gen": 5, "width": 16, "gen_now": 5, "width_now": 16},
     }
     assert [g["index"] for g in facts["gpus"]] == list(range(8))
     assert len(set(g["uuid"] for g in facts["gpus"])) == 8

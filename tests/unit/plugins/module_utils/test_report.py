@@ -4,7 +4,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.common import repor
 
 
 GPU = {"present": True, "count": 2, "driver_version": "580.159.04", "nvlink": True,
-       "gpus": [{"index": 0, "name": "NVIDIA H200", "temperature_c": 37, "ecc_uncorrected_volatile": 0},
+       "gpus": [{"index": 0, "name": "NVIDIA H200", "temperature_c": 37, "ecc_uncorrected_volatile": 0,
+                 "pcie": {"gen": 5, "width": 16, "gen_now": 1, "width_now": 16}},
                 {"index": 1, "name": "NVIDIA H200", "temperature_c": 39, "ecc_uncorrected_volatile": 0}]}
 DEVICES = [{"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE", "netdev": "eth0"}]},
            {"name": "mlx5_1", "ports": [{"port": 1, "state": "DOWN", "netdev": None}]}]
@@ -27,8 +28,9 @@ def test_node_record_from_real_lab_facts(lab_facts):
     assert eth0["active"] is True
     assert record["default_interface"] == "eth0"
     assert record["rdma_devices"] == DEVICES
-    # temperatures and error counters move on their own: kept out of the record
-    assert record["gpu"]["gpus"] == [{"index": 0, "name": "NVIDIA H200"}, {"index": 1, "name": "NVIDIA H200"}]
+    # temperatures, error counters and the PCIe generation an idle GPU drops to move on their own: kept out
+    assert record["gpu"]["gpus"] == [{"index": 0, "name": "NVIDIA H200", "pcie": {"gen": 5, "width": 16}},
+                                     {"index": 1, "name": "NVIDIA H200"}]
     assert record["gpu"]["count"] == 2 and GPU["gpus"][0]["temperature_c"] == 37
     assert record["nccl"]["profile"] == "roce" and "extra" not in record["nccl"]
 
