@@ -36,6 +36,26 @@ def nccl_tests_collect(single_by_host, mpirun_results=None, hosts=None, gpus_by_
     return validation.collect_runs(single_by_host, mpirun_results, hosts, gpus_by_host)
 
 
+def _platform(name, platform):
+    """The baselines' platform, its 'hardware' ({nodes, ib_hca, fraction}) checked: the fraction a number from 0 to 1."""
+    platform = dict(expect(name, platform or {}, (Mapping,), "baselines.platform as a mapping"))
+    hardware = platform.get("hardware")
+    if hardware in (None, "", {}):
+        platform.pop("hardware", None)
+        return platform
+    hardware = dict(expect(name, hardware, (Mapping,), "platform.hardware as {nodes, ib_hca, fraction}"))
+    expect(name, hardware.get("nodes") or {}, (Mapping,), "platform.hardware.nodes as a mapping of host to node record")
+    fraction = number_or_none(name, "platform.hardware.fraction", hardware.get("fraction"))
+    if fraction is not None and not 0 <= fraction <= 1:
+        fail(name, "platform.hardware.fraction must be a share from 0 to 1 of what the hardware carries, got %r" % (fraction,))
+    if fraction is None:
+        hardware.pop("fraction", None)
+    else:
+        hardware["fraction"] = fraction
+    platform["hardware"] = hardware
+    return platform
+
+
 def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="out_of_place", replayed_from=None,
                      nccl_debug=None, baselines=None):
     expect_list_of_mappings("nccl_tests_judge", runs, "a list of runs (nccl_tests_collect's result)")
@@ -48,7 +68,7 @@ def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, 
         fail("nccl_tests_judge", "placement must be one of %s, got %r" % (", ".join(PLACEMENTS), placement))
     if baselines is not None:
         expect("nccl_tests_judge", baselines, (Mapping,), "baselines as {platform, fraction, local}")
-        baselines = {"platform": expect("nccl_tests_judge", baselines.get("platform") or {}, (Mapping,), "baselines.platform as a mapping"),
+        baselines = {"platform": _platform("nccl_tests_judge", baselines.get("platform")),
                      "fraction": number_or_none("nccl_tests_judge", "baselines.fraction", baselines.get("fraction", 0.9)),
                      "local": baselines.get("local")}
     try:
@@ -90,8 +110,7 @@ def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=Fa
     baseline ...") or the note that none is known; without a user threshold, a run below ``fraction``
     of its baseline fails. Also returns ``record``: this run's figures as baseline entries."""
     expect_list_of_mappings("baseline_notes", judged, "the judged runs (run_report_judged)")
-    platform = dict(platform or {})
-    return validation.baseline_notes(judged, platform, number_or_none("baseline_notes", "fraction", fraction), local,
+    return validation.baseline_notes(judged, _platform("baseline_notes", platform), number_or_none("baseline_notes", "fraction", fraction), local,
                                      user_threshold)
 
 

@@ -36,7 +36,8 @@ def bandwidth_svg(series, threshold=None, title="NCCL bandwidth"):
     """series: [{'label': str, 'rows': parsed nccl-tests rows}] -> SVG text.
 
     Each series gives two curves, busbw (solid) and algbw (dashed), out-of-place values, on a
-    log2 size axis; ``threshold`` (GB/s) is drawn as a horizontal red line.
+    log2 size axis; ``threshold`` (GB/s) is drawn as a horizontal red line, and a series' ``ceiling`` (GB/s, what its
+    hardware carries) as a dotted line of its colour.
     """
     points = []
     for item in series:
@@ -50,7 +51,8 @@ def bandwidth_svg(series, threshold=None, title="NCCL bandwidth"):
     x_min, x_max = math.log(min(sizes), 2), math.log(max(sizes), 2)
     if x_max == x_min:
         x_max = x_min + 1
-    y_top = max([max(p[1], p[2]) for p in points] + [threshold or 0]) * 1.1 or 1.0
+    ceilings = [item.get("ceiling") for item in series if isinstance(item.get("ceiling"), (int, float))]
+    y_top = max([max(p[1], p[2]) for p in points] + [threshold or 0] + ceilings) * 1.1 or 1.0
     plot_w, plot_h = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
 
     def x(size):
@@ -91,6 +93,11 @@ def bandwidth_svg(series, threshold=None, title="NCCL bandwidth"):
                        % (_LEFT + plot_w + 12, _LEFT + plot_w + 36, legend_y, legend_y, color, dash))
             out.append('<text x="%d" y="%d">%s %s</text>' % (_LEFT + plot_w + 42, legend_y + 4, escape(item.get("label") or ""), name))
             legend_y += 18
+        if isinstance(item.get("ceiling"), (int, float)):
+            out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1" stroke-dasharray="1 3"/>'
+                       % (_LEFT, _LEFT + plot_w, y(item["ceiling"]), y(item["ceiling"]), color))
+            out.append('<text x="%d" y="%.1f" fill="%s">%s: hardware carries %g</text>'
+                       % (_LEFT + 6, y(item["ceiling"]) - 5, color, escape(item.get("label") or ""), item["ceiling"]))
     if threshold is not None:
         out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="red" stroke-width="1.5" stroke-dasharray="2 3"/>'
                    % (_LEFT, _LEFT + plot_w, y(threshold), y(threshold)))

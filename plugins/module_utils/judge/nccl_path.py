@@ -269,6 +269,8 @@ def describe_expected(expected):
         parts.append("NCCL_IB_HCA=%s" % expected["ib_hca"])
     if expected.get("gdr") is not None:
         parts.append("GPUDirect RDMA %s" % ("on" if expected["gdr"] else "off"))
+    if expected.get("p2p"):
+        parts.append("peer-to-peer between a node's GPUs (NVLink)")
     return ", ".join(parts)
 
 

@@ -15,6 +15,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import port_t
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug as nccl_debug_mod
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baselines as baseline_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import ceiling
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
@@ -114,8 +115,9 @@ def _nccl_debug_check(nccl_debug):
     return settings
 
 
-def judge_nccl_log(run, result, settings):
-    """What NCCL used in a multi-node run (its NCCL_DEBUG=INFO lines), judged against the run's environment.
+def judge_nccl_log(run, result, settings, p2p=None):
+    """What NCCL used in a run (its NCCL_DEBUG=INFO lines), judged against the run's environment and, with ``p2p``
+    (its GPUs on each node joined by NVLink), the path between GPUs of one node.
 
     Returns (entry or None, failures). A run that measured figures and printed no NCCL INFO line fails:
     the role asked for NCCL_DEBUG=INFO, so the transport NCCL used is unknown, and unknown is not a pass.
@@ -123,6 +125,8 @@ def judge_nccl_log(run, result, settings):
     env = dict(settings.get("env") or {})
     env.update(run.get("env") or {})
     expected = nccl_path.expected_from_env(env, settings.get("profile"), settings.get("gdr_ready"))
+    if p2p is not None:
+        expected["p2p"] = p2p
     parsed = nccl_debug_mod.parse_nccl_debug(run.get("output") or "")
     if not parsed["nccl_lines"]:
         if result.get("rows"):
@@ -231,8 +235,10 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
         notes = list(found["notes"])
         item = dict((k, v) for k, v in run.items() if k not in ("output", "traffic"))
         expected = None
-        if settings is not None and run.get("mode") in MULTI_NODE_MODES and not run.get("not_run"):
-            entry, found = judge_nccl_log(run, result, settings)
+        # one node's runs are read for the path between its GPUs where the hardware says what it must be
+        p2p = _p2p_expected(run, (baselines or {}).get("platform")) if settings is not None else None
+        if settings is not None and not run.get("not_run") and (run.get("mode") in MULTI_NODE_MODES or p2p is not None):
+            entry, found = judge_nccl_log(run, result, settings, p2p)
             item["nccl"] = entry
             expected = entry["expected"] if entry else None
             failures += found
@@ -251,6 +257,33 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
     return judged
 
 
+def _expected_cell(run):
+    """'478.1 (72 %)': what the hardware carries and the run's share of it; '-' where none is derived."""
+    expected = run.get("expected") or {}
+    if expected.get("busbw") is None:
+        return None
+    return "%g%s" % (expected["busbw"], "" if expected.get("ratio") is None else " (%.0f %%)" % (expected["ratio"] * 100))
+
+
+def expected_lines(judged):
+    """'<run>: the hardware carries 478.1 GB/s (bound by ...); measured 346.3 = 72 %' per run with an expectation."""
+    lines = []
+    for run in judged:
+        expected = run.get("expected")
+        if not expected:
+            continue
+        if expected.get("busbw") is None:
+            lines.append("%s: no expectation from the hardware: %s" % (run.get("label"), expected.get("why")))
+            continue
+        size, value = nccl_run.figure(run)
+        lines.append("%s: the hardware carries %g GB/s (bound by %s)%s" % (
+            run.get("label"), expected["busbw"], expected["bound"],
+            "" if expected.get("ratio") is None else "; measured %g GB/s at %s bytes = %.0f %%, %s %.0f %%" % (
+                value, size, expected["ratio"] * 100, "at least" if expected["ratio"] >= (expected.get("fraction") or 0)
+                else "below", (expected.get("fraction") or 0) * 100)))
+    return lines
+
+
 def summary_rows(judged):
     rows = []
     for run in judged:
@@ -265,6 +298,7 @@ def summary_rows(judged):
             result.get("peak_busbw"),
             result.get("avg_busbw"),
             result.get("wrong"),
+            _expected_cell(run),
             ("PASS" if run["passed"] else "FAIL") + (" (replayed)" if run.get("replayed_from") else ""),
         ])
     return rows
@@ -276,7 +310,7 @@ def replayed_line(judged):
 
 
 SUMMARY_HEADER = ["run", "collective", "ranks", "largest size (B)", "busbw there (GB/s)", "peak busbw",
-                  "avg busbw", "#wrong", "verdict"]
+                  "avg busbw", "#wrong", "hardware carries (share)", "verdict"]
 
 
 def nccl_used_lines(judged):
@@ -307,7 +341,7 @@ def summary_text(judged):
     text = (replayed + "\n" if replayed else "") + render_table(SUMMARY_HEADER, summary_rows(judged))
     failures = ["%s: %s" % (run.get("label"), failure) for run in judged for failure in run["failures"]]
     notes = ["%s: note: %s" % (run.get("label"), note) for run in judged for note in run.get("notes") or []]
-    text += "".join("\n" + line for line in nccl_used_lines(judged) + failures + notes)
+    text += "".join("\n" + line for line in expected_lines(judged) + nccl_used_lines(judged) + failures + notes)
     for run in judged:
         rows = traffic_rows(run)
         if rows:
@@ -333,6 +367,9 @@ def summary_markdown(judged, thresholds=None):
     notes = [(run.get("label"), n) for run in judged for n in run.get("notes") or []]
     if notes:
         lines += ["", "## Notes", ""] + ["- %s: %s" % item for item in notes]
+    expected = expected_lines(judged)
+    if expected:
+        lines += ["", "## What the hardware carries", ""] + ["- " + line for line in expected]
     used = [run for run in judged if run.get("nccl")]
     if used:
         lines += ["", "## What NCCL used", ""]
@@ -356,29 +393,102 @@ def summary_markdown(judged, thresholds=None):
 
 def bandwidth_series(judged):
     """Judged runs -> the bandwidth chart's series: [{'label', 'rows'}], one line per run."""
-    return [{"label": run.get("label"), "rows": run["result"].get("rows")} for run in judged]
+    return [{"label": run.get("label"), "rows": run["result"].get("rows"), "ceiling": run.get("expected_busbw")}
+            for run in judged]
+
+
+def _run_nodes(run, platform):
+    """The run's nodes ([{'host', 'gpu', 'rdma_devices'}]) and its GPUs on each, from the platform's hardware; or
+    (None, why); None when the platform names no hardware."""
+    hardware = platform.get("hardware")
+    if not isinstance(hardware, Mapping):
+        return None
+    records = hardware.get("nodes") or {}
+    hosts = [h for h in str(run.get("host") or "").split(",") if h]
+    missing = [h for h in hosts if not isinstance(records.get(h), Mapping)]
+    if not hosts or missing:
+        return None, "no record of %s" % (", ".join(missing) if missing else "the run's nodes")
+    gpus = platform.get("gpus_by_mode", {}).get(run.get("mode")) or platform.get("gpus")
+    gpus = int(gpus) if str(gpus).isdigit() else 0
+    per_node = gpus // len(hosts) if gpus and gpus % len(hosts) == 0 else 0
+    if per_node < 1:
+        return None, "%s GPU(s) over %d node(s): not the same count on each" % (gpus or "no", len(hosts))
+    return [dict(records[h], host=h) for h in hosts], per_node
+
+
+def _p2p_expected(run, platform):
+    """True where NVLink joins the run's GPUs on each of its nodes (its ranks there must talk peer-to-peer)."""
+    found = _run_nodes(run, platform or {})
+    if not found or found[0] is None:
+        return None
+    try:
+        return ceiling.p2p_expected(*found)
+    except ceiling.CeilingError:
+        return None
+
+
+def _hardware_expectation(run, collective, platform):
+    """The run's ceiling from its nodes' records (judge/ceiling.py), or None when the platform names no hardware."""
+    found = _run_nodes(run, platform)
+    if found is None:
+        return None
+    if found[0] is None:
+        return {"busbw": None, "why": found[1]}
+    try:
+        return ceiling.ceiling(collective, found[0], found[1], platform["hardware"].get("ib_hca") or None)
+    except ceiling.CeilingError as exc:
+        return {"busbw": None, "why": str(exc)}
+
+
+def _judge_hardware(run, expected, fraction):
+    """Sets run['expected'] (and 'expected_busbw', for the metrics and the chart) and adds the failure or note."""
+    size, value = nccl_run.figure(run)
+    failure, note, ratio = ceiling.judge(size, value, expected, fraction)
+    if fraction is None and expected.get("link"):
+        fraction = ceiling.FRACTION.get(expected["link"])
+    run["expected"] = dict(expected, source="hardware", fraction=fraction,
+                           ratio=None if ratio is None else round(ratio, 3))
+    if expected.get("busbw") is not None:
+        run["expected_busbw"] = expected["busbw"]
+    if failure:
+        run["failures"] = list(run.get("failures") or []) + [failure]
+        run["passed"] = False
+    if note:
+        run["notes"] = list(run.get("notes") or []) + [note]
 
 
 def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=False):
-    """Each judged nccl-tests run with its baseline sentence, and this run's figures as baseline entries.
+    """Each judged nccl-tests run with its baseline sentence, its expectation from the hardware, and this run's
+    figures as baseline entries.
 
-    ``platform``: {'gpu', 'gpus' or 'gpus_by_mode', 'interconnect' or 'interconnect_by_mode'}; ``local``: the
-    site's own baseline entries (read over the built-in ones). A run's figure is its out-of-place busbw at
-    the largest size; ``run['baseline']`` says what share of the matching baseline it is ("346 GB/s = 100 %
+    ``platform``: {'gpu', 'gpus' or 'gpus_by_mode', 'interconnect' or 'interconnect_by_mode', 'hardware'};
+    ``local``: the site's own baseline entries (read over the built-in ones). A run's figure is its out-of-place
+    busbw at the largest size; ``run['baseline']`` says what share of the matching baseline it is ("346 GB/s = 100 %
     of the H200x2 NVLink baseline ..."), that none is known, or None when the run has no rows, collective or
     GPU model. Without a user threshold, a run below ``fraction`` of its baseline fails, naming both figures.
+
+    ``platform['hardware']`` ({'nodes': {host: {'gpu', 'rdma_devices'}}, 'ib_hca', 'fraction'}): each run is also set
+    against what its nodes' links carry (judge/ceiling.py; ``run['expected']``); below the fraction (default
+    ceiling.FRACTION by the link that bounds it, 0 turns it off) it fails, user threshold or not: a node at a twentieth of its links is
+    broken whatever figure a site accepts. A site's own recorded baseline wins: where one matches, the hardware
+    expectation is not judged.
 
     Returns {'runs': the judged runs with 'baseline' (and any new failure), 'record': ``local`` with this
     run's figures recorded}.
     """
     out, record = [], []
+    hardware = platform.get("hardware") if isinstance(platform.get("hardware"), Mapping) else {}
+    hardware_fraction = hardware.get("fraction")   # None: by the bounding link (ceiling.FRACTION)
     for run in judged:
         run = dict(run)
         result = run.get("result") or {}
         rows = result.get("rows") or []
         collective = result.get("collective")
+        expected = _hardware_expectation(run, collective, platform) if rows and collective else None
         if not rows or not platform.get("gpu") or not collective:
             run["baseline"] = None
+            if expected is not None:
+                _judge_hardware(run, expected, hardware_fraction)
             out.append(run)
             continue
         size, value = nccl_run.figure(run)
@@ -397,6 +507,8 @@ def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=Fa
                     "busbw %.1f GB/s at %d bytes is below %.0f %% of the %s baseline (%.1f GB/s)" % (
                         value, size, fraction * 100, baseline_table.label(entry), entry["value"])]
                 run["passed"] = False
+        if expected is not None and not (entry is not None and any(entry is e for e in local or [])):
+            _judge_hardware(run, expected, hardware_fraction)
         if nccl_tests.finite(value):  # a nan or inf is a failed measurement, never a baseline
             record.append({"kind": "nccl_busbw", "gpu": platform["gpu"], "gpus": gpus, "interconnect": fabric,
                            "collective": collective, "size": size, "value": value,

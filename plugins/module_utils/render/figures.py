@@ -164,11 +164,12 @@ def nccl_tests_families(judged, cluster, run_time):
     Per run: ``..._run_passed`` {run, mode, nodes}. Per measured row: busbw and algbw (GB/s) {collective, nodes,
     ranks, size_bytes, placement}; per run, the out-of-place busbw at the largest size (nccl_tests.at_largest_size,
     the figure reports and baselines read) and, when the record names it (``baseline_busbw``), the baseline it is
-    set against, with the same labels so a panel draws one against the other.
+    set against, and (``expected_busbw``) what its hardware carries, with the same labels so a panel draws one
+    against the other.
     """
     base = {"cluster": cluster}
     passed, busbw, algbw = _Series(_lowest), _Series(_lowest), _Series(_lowest)
-    largest, baseline = _Series(_lowest), _Series(_lowest)
+    largest, baseline, expected = _Series(_lowest), _Series(_lowest), _Series(_lowest)
     for run in judged:
         result = _mapping(run.get("result"))
         nodes = node_set(_hosts_of_run(run, result))
@@ -192,6 +193,7 @@ def nccl_tests_families(judged, cluster, run_time):
         if size is not None:
             largest.add(dict(where, size_bytes=size), _value(value))
             baseline.add(dict(where, size_bytes=size), _value(run.get("baseline_busbw")))
+            expected.add(dict(where, size_bytes=size), _value(run.get("expected_busbw")))
     return [
         _timestamp(_NCCL, "nccl-tests runs", base, run_time),
         _family(_NCCL + "run_passed", "1 when the nccl-tests run passed every check and threshold, 0 when it failed or "
@@ -203,6 +205,9 @@ def nccl_tests_families(judged, cluster, run_time):
                 "size it measured: the figure its report and its baseline read.", largest),
         _family(_NCCL + "baseline_busbw_gigabytes_per_second", "The baseline busbw (GB/s) the run is set against at that "
                 "size, for the same GPU model, count and interconnect.", baseline),
+        _family(_NCCL + "expected_busbw_gigabytes_per_second", "What the run's hardware carries (GB/s): the ceiling of "
+                "its busbw from its nodes' NVLink, PCIe and RDMA ports (judge/ceiling.py), labelled as the largest-size "
+                "figure, so a panel plots their ratio per node set over time.", expected),
     ]
 
 
