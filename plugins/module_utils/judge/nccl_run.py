@@ -81,6 +81,36 @@ def implausible(result):
             "a broken measurement, not a result" % result["peak_busbw"]]
 
 
+_LAUNCH_COUNTS = {"-np": "np", "--np": "np", "-n": "np", "--n": "np", "--ntasks": "np"}
+_TEST_COUNTS = {"-g": "gpus", "--ngpus": "gpus", "-t": "threads", "--nthreads": "threads"}
+
+
+def asked_ranks(command):
+    """The ranks a command line asks for: mpirun's or srun's -np/-n (1 without a launcher) times nccl-tests' -g and -t
+    (each 1 when not given); None when the command is not one we can read (no *_perf program, a count that is no
+    number). ``command``: the argv as a list, or joined by spaces as a run's record keeps it."""
+    argv = command.split() if isinstance(command, str) else [str(a) for a in command or []]
+    program = next((i for i, a in enumerate(argv) if nccl_tests_program(a)), None)
+    if program is None:
+        return None
+    counts = {"np": 1, "gpus": 1, "threads": 1}
+    for table, words in ((_LAUNCH_COUNTS, argv[:program]), (_TEST_COUNTS, argv[program + 1:])):
+        for index, word in enumerate(words):
+            name, sep, value = word.partition("=")
+            if name not in table:
+                continue
+            value = value if sep else (words[index + 1] if index + 1 < len(words) else "")
+            if not value.isdigit() or int(value) < 1:
+                return None
+            counts[table[name]] = int(value)
+    return counts["np"] * counts["gpus"] * counts["threads"]
+
+
+def nccl_tests_program(word):
+    """True for an nccl-tests binary: all_reduce_perf, /opt/build/all_gather_perf, all_reduce_perf_mpi."""
+    return word.rsplit("/", 1)[-1].endswith(("_perf", "_perf_mpi"))
+
+
 def verdict(run, parse=nccl_tests.parse):
     """One run ({rc, output, stderr, not_run}) -> {result, not_run, error, size, busbw, peak_busbw, ranks,
     nccl_tests_passed, notes, implausible, figure}.
@@ -124,6 +154,12 @@ def verdict(run, parse=nccl_tests.parse):
         out["error"] = "nccl-tests reported wrong results or stopped early"
     elif out["implausible"] and parsed.get("separate_runs"):
         out["error"] = out["implausible"][0]
+    elif rows and out["ranks"] and asked_ranks(run.get("command") or "") not in (None, out["ranks"]) \
+            and out["ranks"] < asked_ranks(run.get("command")):
+        out["error"] = ("the command asked for %d ranks and the output shows %d: ranks that never joined the run "
+                        "measured nothing (an nccl-tests built without MPI=1 runs each process alone)"
+                        % (asked_ranks(run["command"]), out["ranks"]))
+        out["implausible"].append(out["error"])
     if rows and out["error"] is None:
         out["size"], out["busbw"] = largest
         out["peak_busbw"] = parsed.get("peak_busbw")

@@ -86,7 +86,9 @@ def run_failure(run, parsed=None):
     (judge/nccl_run.py) - not run, exited non-zero, no result rows, nccl-tests' own checks failed, nan/inf.
     Such a run is counted and shown, never used."""
     read = nccl_tests.parse if parsed is None else (lambda text: parsed)
-    return nccl_run.verdict({"rc": run.get("rc"), "output": run.get("stdout"), "stderr": run.get("stderr")}, read)["error"]
+    command = run.get("command") or " ".join(str(a) for a in run.get("cmd") or [])
+    return nccl_run.verdict({"rc": run.get("rc"), "output": run.get("stdout"), "stderr": run.get("stderr"),
+                             "command": command}, read)["error"]
 
 
 def collect(runs):

@@ -36,6 +36,11 @@ def runs(read_fixture):
         # nccl-tests built without MPI=1 under mpirun -np 4 on 4x H200: four single-rank runs, busbw 0, exit 0
         "separate runs": ({"rc": 0, "stdout": _capture("mpirun_without_mpi_build.txt")},
                           "4 separate nccl-tests runs in one output, each its own rank 0", None),
+        # a launch that asked for 8 ranks and shows 4 (the 4x H200 capture under a command asking for 8)
+        "fewer ranks": ({"rc": 0, "stdout": _capture("mpirun_p2p_on_r1.txt"),
+                         "cmd": ["mpirun", "--allow-run-as-root", "-np", "8", "-x", "NCCL_DEBUG=INFO",
+                                 "/opt/nccl-tests/build/all_reduce_perf", "-b", "8M", "-e", "512M", "-n", "20", "-g", "1"]},
+                        "the command asked for 8 ranks and the output shows 4", None),
     }
 
 
@@ -45,7 +50,8 @@ def _capture(name):
         return handle.read()
 
 
-@pytest.mark.parametrize("case", ["good", "skipped", "never started", "aborted", "no rows", "nan", "separate runs"])
+@pytest.mark.parametrize("case", ["good", "skipped", "never started", "aborted", "no rows", "nan", "separate runs",
+                                  "fewer ranks"])
 def test_validation_burnin_and_the_tuner_agree_on_every_run(runs, case):
     registered, why, figure = runs[case]
     run = nccl_run.from_registered(registered)
@@ -64,6 +70,27 @@ def test_validation_burnin_and_the_tuner_agree_on_every_run(runs, case):
     assert not judged["passed"] or found["busbw"] is not None
     if case == "separate runs":   # a launch that measured nothing fails, saying the binary lacks MPI
         assert not judged["passed"] and any("built without MPI (build it with MPI=1)" in f for f in judged["failures"])
+    if case == "fewer ranks":
+        assert not judged["passed"] and judged["failures"] == [found["error"]]
+
+
+@pytest.mark.parametrize("command, ranks", [
+    ("mpirun --allow-run-as-root -np 16 -x NCCL_DEBUG=INFO /opt/build/all_reduce_perf -b 8 -e 4G -n 20 -g 1", 16),
+    ("/opt/build/all_reduce_perf -b 8 -e 4G -f 2 -g 8", 8),
+    ("srun --ntasks=4 all_gather_perf_mpi -g 2 -t 2", 16),
+    ("mpirun -n 2 all_reduce_perf", 2),
+    ("mpirun -np many all_reduce_perf", None),
+    ("sbatch job.sh", None),
+    ("", None),
+])
+def test_the_ranks_a_command_asks_for(command, ranks):
+    assert nccl_run.asked_ranks(command) == ranks
+
+
+def test_the_same_ranks_as_asked_pass(read_fixture):
+    found = nccl_run.verdict({"rc": 0, "output": _capture("mpirun_p2p_on_r1.txt"),
+                              "command": "mpirun -np 4 /b/all_reduce_perf -b 8M -e 512M -g 1"})
+    assert found["error"] is None and found["ranks"] == 4
 
 
 def test_one_rank_is_a_note_and_a_figure_beyond_any_link_is_a_failure(read_fixture):
