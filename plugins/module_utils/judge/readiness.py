@@ -139,10 +139,16 @@ def rail_findings(records):
 def nccl_check_findings(judged):
     """The readiness NCCL check (a short multi-node nccl-tests run with NCCL_DEBUG=INFO, nccl_tests_judge's result):
     critical when NCCL went another way than the profile promises, or when the run gave no verdict on it (it did
-    not run, failed, or printed no NCCL line: unknown is not ready); info with what NCCL used when it passed."""
+    not run, failed, or printed no NCCL line: unknown is not ready); info with what NCCL used when it passed. A run
+    below its share of what its nodes' links carry (validation's hardware expectation) is critical too."""
     found = []
     for run in judged or []:
         label = run.get("label") or "readiness NCCL check"
+        below = (run.get("expected") or {}).get("failure")
+        if below:
+            found.append(finding("nccl_below_hardware", "critical", "cluster", "%s: %s" % (label, below),
+                                 "see the run's summary.md (What the hardware carries, What NCCL used): a node whose "
+                                 "GPUs talk through SHM, a rail down or a link trained down; fix it, then run the check again"))
         entry = run.get("nccl")
         if entry and entry.get("passed"):
             found.append(finding("nccl_path", "info", "cluster", "%s: %s" % (label, nccl_path.used_text(entry)),

@@ -447,7 +447,7 @@ def _judge_hardware(run, expected, fraction):
     if fraction is None and expected.get("link"):
         fraction = ceiling.FRACTION.get(expected["link"])
     run["expected"] = dict(expected, source="hardware", fraction=fraction,
-                           ratio=None if ratio is None else round(ratio, 3))
+                           ratio=None if ratio is None else round(ratio, 3), failure=failure)
     if expected.get("busbw") is not None:
         run["expected_busbw"] = expected["busbw"]
     if failure:

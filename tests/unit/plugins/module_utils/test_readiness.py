@@ -1,4 +1,5 @@
 import copy
+import os
 
 import pytest
 
@@ -152,3 +153,25 @@ def test_the_readiness_nccl_check_joins_the_verdict(read_fixture):
     assert readiness.build_report(records, nccl_check=[])["cluster_findings"][0]["detail"] == (
         "the readiness NCCL check was asked for but no run was judged")
     assert readiness.build_report(records)["ready"] is True
+
+
+def test_a_readiness_check_far_below_its_hardware_is_not_ready():
+    """The real 4x H200 run with NVLink peer-to-peer disabled (docs/benchmarks/2026-11-27-h200x4-p2p) under mpirun,
+    judged against what the node's NVLink carries: critical, naming both figures; the same run with P2P passes."""
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+    captures = os.path.join(root, "docs", "benchmarks", "2026-11-27-h200x4-p2p")
+
+    def run(name):
+        with open(os.path.join(captures, name)) as handle:
+            return {"label": name, "host": "h200x4", "mode": "mpirun", "rc": 0, "command": "mpirun", "not_run": None,
+                    "env": {}, "output": handle.read()}
+    with open(os.path.join(captures, "topo_m.txt")) as handle:
+        node = {"gpu": {"gpus": [{"index": i, "name": "NVIDIA H200"} for i in range(4)],
+                        "topology": gpu.parse_nvidia_topo(handle.read())}}
+    platform = {"gpu": "NVIDIA H200", "gpus": 4, "interconnect": "nvlink", "hardware": {"nodes": {"h200x4": node}}}
+    judged = validation.judge([run("mpirun_p2p_off_r1.txt"), run("mpirun_p2p_on_r1.txt")], nccl_debug={"profile": None},
+                              baselines={"platform": platform, "fraction": 0.9, "local": []})
+    found = [f for f in readiness.build_report({"n1": {"gpu": {"present": True, "count": 4}}}, nccl_check=judged)
+             ["cluster_findings"] if f["check"] == "nccl_below_hardware"]
+    assert [(f["severity"], f["detail"][:80]) for f in found] == [
+        ("critical", "mpirun_p2p_off_r1.txt: busbw 23.16 GB/s at 536870912 bytes is 5 % of what the ha")]

@@ -85,7 +85,7 @@ def test_a_run_without_hardware_facts_says_why_and_fails_nothing_for_it():
     (run,) = _judge([_run("single_p2p_on_r1", "single")], platform)
     assert run["passed"] is True and "nccl" not in run   # no hardware: nothing says the path must be P2P
     assert run["expected"] == {"busbw": None, "why": "h200x4: the run uses 4 GPUs and the node's record lists 0",
-                               "source": "hardware", "fraction": None, "ratio": None}
+                               "source": "hardware", "fraction": None, "ratio": None, "failure": None}
     assert "no expectation from the hardware: h200x4: the run uses 4 GPUs" in nccl_tests_summary([run])
 
 
