@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import ceiling
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import chart
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import mpirun
@@ -114,6 +115,33 @@ def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=Fa
                                      user_threshold)
 
 
+def busbw_ceiling(records, collective="all_reduce", gpus_per_node=None, ib_hca=None, fraction=None):
+    """What the hardware carries for a run of ``collective`` over these nodes (judge/ceiling.py) and the floor a run
+    must reach: {busbw, link, bound, fraction, floor} or {busbw: None, why, fraction, floor: None}."""
+    if isinstance(records, Mapping) and "gpu" in records:
+        records = {records.get("hostname") or "node": records}   # one node's record
+    expect("busbw_ceiling", records, (Mapping,), "a mapping of host name to node record, or one node record")
+    nodes = []
+    for host in sorted(records):
+        nodes.append(dict(expect("busbw_ceiling", records[host], (Mapping,), "a node record for host %s" % host), host=host))
+    if gpus_per_node in (None, ""):
+        counts = set(int((n.get("gpu") or {}).get("count") or 0) for n in nodes)
+        gpus_per_node = counts.pop() if len(counts) == 1 else 0
+    if isinstance(gpus_per_node, bool) or not str(gpus_per_node).strip().isdigit() or int(gpus_per_node) < 1:
+        fail("busbw_ceiling", "gpus_per_node must be a whole number of 1 or more (or unset where every node's record "
+             "counts the same GPUs), got %r" % (gpus_per_node,))
+    share = number_or_none("busbw_ceiling", "fraction", fraction)
+    if share is not None and not 0 <= share <= 1:
+        fail("busbw_ceiling", "fraction must be a share from 0 to 1, got %r" % (fraction,))
+    if ib_hca not in (None, ""):
+        text.check_line("ib_hca", ib_hca)
+    try:
+        found = ceiling.ceiling(collective, nodes, int(gpus_per_node), ib_hca or None)
+    except ceiling.CeilingError as exc:
+        fail("busbw_ceiling", str(exc))
+    return ceiling.floor(found, share)
+
+
 def threshold_errors(values):
     """{'nccl_tests_min_busbw': '350', 'nccl_tests_min_busbw_by_size': {...}} -> [] or the sentences naming each bad one."""
     return validation.threshold_errors(expect("threshold_errors", values, (Mapping,), "a mapping of threshold name to value"))
@@ -125,5 +153,5 @@ class FilterModule(object):
             "nccl_tests_collect": nccl_tests_collect, "nccl_tests_judge": nccl_tests_judge,
             "nccl_tests_summary": nccl_tests_summary, "bandwidth_svg": bandwidth_svg,
             "mpirun_env_args": mpirun_env_args, "mpirun_argv": mpirun_argv, "baseline_notes": baseline_notes,
-            "threshold_errors": threshold_errors,
+            "threshold_errors": threshold_errors, "busbw_ceiling": busbw_ceiling,
         })

@@ -8,7 +8,7 @@ link each rank drives: for a ring collective (all_reduce, all_gather, reduce_sca
 exceeds what one GPU can send a second through its slowest hop. So:
 
 - **one node**: each GPU's NVLink (links joining it to the run's other GPUs, at most the links the GPU has, times
-  the per-link rate of its generation; every pair at the GPU's full count means an NVSwitch), or PCIe (the
+  the per-link rate of its generation; more links to its peers than it has means an NVSwitch), or PCIe (the
   generation and width the GPU trains to) where NVLink does not join the run's GPUs into one ring;
 - **across nodes**: also what the node's RDMA ports carry (active ports NCCL_IB_HCA lets NCCL use, their rates
   summed): every byte a ring carries leaves each node once. all_reduce may take NCCL's tree, which sends each byte
@@ -144,14 +144,14 @@ def node_ceiling(gpu, count):
         spec = NVLINK.get(capability)
         if spec is None:
             return {"busbw": None, "why": "the NVLink rate of compute capability %s is not known" % capability}
-        per_gpu = []
+        per_gpu = []   # (links, through a switch: more links to the run's other GPUs than the GPU has)
         for name in names:
             joined = sum(n for (a, b), n in counts.items() if a == name)
             per_gpu.append((min(joined, spec["links"]), joined > spec["links"]))
         links, switch = min(per_gpu)
         return {"busbw": round(links * spec["gbps"], 1), "link": "nvlink",
-                "bound": "NVLink %d: %d links x %g GB/s a direction per GPU, %s" % (
-                    spec["generation"], links, spec["gbps"], "through NVSwitch" if switch else "GPU to GPU")}
+                "bound": "NVLink %d: %d links x %g GB/s a direction per GPU%s" % (
+                    spec["generation"], links, spec["gbps"], ", through NVSwitch" if switch else "")}
     if pcie is None:
         return {"busbw": None, "why": pcie_text}
     return {"busbw": round(pcie, 1), "link": "pcie",
@@ -198,7 +198,7 @@ def ceiling(collective, nodes, gpus_per_node, ib_hca=None):
         unknown = [f for f in found if f["busbw"] is None]
         if unknown:
             return {"busbw": None, "why": "%s: %s" % (unknown[0]["host"], unknown[0]["why"])}
-        inside = min(found, key=lambda f: f["busbw"])
+        inside = dict((k, v) for k, v in min(found, key=lambda f: f["busbw"]).items() if k != "host")
     if len(nodes) == 1:
         return inside or {"busbw": None, "why": "one GPU on one node: nothing crosses a link"}
     per_node = []
@@ -224,6 +224,17 @@ def ceiling(collective, nodes, gpus_per_node, ib_hca=None):
     if inside is not None and inside["busbw"] <= network:
         return inside
     return {"busbw": round(network, 1), "link": "network", "bound": text}
+
+
+def floor(expected, fraction=None):
+    """The busbw a run must reach: ``expected`` (a ceiling) with its ``fraction`` (None: by the bounding link) and
+    ``floor`` (None where no ceiling is known or the fraction is 0)."""
+    out = dict(expected)
+    if fraction is None:
+        fraction = FRACTION.get(expected.get("link")) if expected.get("link") else None
+    out["fraction"] = fraction
+    out["floor"] = round(expected["busbw"] * fraction, 1) if expected.get("busbw") is not None and fraction else None
+    return out
 
 
 def judge(size, busbw, expected, fraction=None):

@@ -99,7 +99,7 @@ def test_nvlink_pairs_that_do_not_join_four_gpus_into_a_ring_leave_pcie_the_boun
     facts = _without_nvlink(_h200x8())   # H100 NVL: bridged pairs, the pairs joined through the host
     for a, b in (("GPU0", "GPU1"), ("GPU2", "GPU3")):
         facts["topology"]["matrix"][a][b] = facts["topology"]["matrix"][b][a] = "NV12"
-    assert ceiling.node_ceiling(facts, 2)["bound"] == "NVLink 4: 12 links x 25 GB/s a direction per GPU, GPU to GPU"
+    assert ceiling.node_ceiling(facts, 2)["bound"] == "NVLink 4: 12 links x 25 GB/s a direction per GPU"
     four = ceiling.node_ceiling(facts, 4)
     assert four["link"] == "pcie" and four["bound"].endswith("NVLink does not join the run's GPUs into one ring")
 
@@ -158,3 +158,19 @@ def test_each_bounding_link_has_its_own_share():
     assert "below 40 %" in ceiling.judge(1 << 30, 0.25 * 450, {"busbw": 450.0, "link": "nvlink", "bound": "NVLink"})[0]
     assert ceiling.judge(1 << 30, 1.0, pcie, fraction=0)[0] is None
     assert "below 50 %" in ceiling.judge(1 << 30, 4.00, pcie, fraction=0.5)[0]
+
+
+def test_the_filter_takes_records_by_host_or_one_record_and_gives_the_floor():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpufabric.rdma.plugins.filter.nccl_tests import busbw_ceiling
+
+    record = {"hostname": "h200x8", "gpu": dict(_h200x8(), count=8), "rdma_devices": _ports(*[400] * 8)}
+    assert busbw_ceiling(record) == {"busbw": 450.0, "link": "nvlink", "fraction": 0.4, "floor": 180.0,
+                                     "bound": "NVLink 4: 18 links x 25 GB/s a direction per GPU, through NVSwitch"}
+    two = busbw_ceiling({"a": record, "b": record}, "all_gather", fraction=0.5)
+    assert (two["busbw"], two["link"], two["floor"]) == (400.0, "network", 200.0)
+    assert busbw_ceiling({"a": record, "b": dict(record, rdma_devices=[])}, "all_gather")["floor"] is None
+    with pytest.raises(AnsibleFilterError, match="gpus_per_node must be a whole number of 1 or more .* got 'eight'"):
+        busbw_ceiling(record, gpus_per_node="eight")
+    with pytest.raises(AnsibleFilterError, match="fraction must be a share from 0 to 1, got 4"):
+        busbw_ceiling(record, fraction=4)
