@@ -38,7 +38,8 @@ def play(tmp_path, strategy, env_extra=None, *extra, hosts=4, ok=True):
     (tmp_path / "inventory.json").write_text(json.dumps({"all": {"hosts": dict(
         (h, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}) for h in names)}}))
     env = dict(os.environ, GPUFABRIC_SLOW="none", GPUFABRIC_LOG=str(tmp_path / "groups.log"), GPUFABRIC_CAPTURE=CAPTURE,
-               ANSIBLE_NOCOLOR="1", **(env_extra or {}))
+               ANSIBLE_NOCOLOR="1")
+    env.update(env_extra or {})
     proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.json"), "gpufabric.rdma.burnin",
                            "-e", "ansible_become=false", "-e", "burnin_strategy=%s" % strategy,
                            "-e", "burnin_mpirun=%s" % mpirun, "-e", "burnin_report_dir=%s" % (tmp_path / "report"),
@@ -132,3 +133,31 @@ def test_replayed_figures_are_labelled_as_every_report_labels_them(tmp_path):
     assert lines[2] == "Figures REPLAYED from the capture a\\b.txt, not measured.", report
     verdict = [line for line in lines if line.startswith(("PASSED", "FAILED"))]
     assert len(verdict) == 1 and verdict[0].startswith("PASSED: 4 hosts, ") and "REPLAYED" not in verdict[0], report
+
+
+@pytest.mark.parametrize("strategy", ["pairwise", "search"])
+def test_pairs_all_equally_slow_fail_against_what_their_links_carry(tmp_path, strategy):
+    """Unset burnin_min_busbw, the floor is the hardware's: two nodes recorded with the real 4x H200 NVLink matrix
+    and eight 400 Gb/s ports each, burned in on 2 GPUs a node, every pair printing the real all_reduce with NVLink
+    peer-to-peer disabled (23 GB/s, docs/benchmarks/2026-11-27-h200x4-p2p). The pairs agree with each other, so
+    only the floor (0.4 of the 450 GB/s NVLink bounds them at) can fail them."""
+    captures = os.path.join(ROOT, "docs", "benchmarks", "2026-11-27-h200x4-p2p")
+    sys.path.insert(0, os.path.join(ROOT, "..", ".."))
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
+    with open(os.path.join(captures, "topo_m.txt")) as handle:
+        topology = gpu.parse_nvidia_topo(handle.read())
+    ports = [{"name": "mlx5_%d" % i, "ports": [{"port": 1, "state": "ACTIVE", "rate_gbps": 400}]} for i in range(8)]
+    facts = tmp_path / "facts.d"
+    facts.mkdir()
+    (facts / "gpufabric.fact").write_text(json.dumps({
+        "gpu": {"count": 4, "gpus": [{"index": i, "name": "NVIDIA H200"} for i in range(4)], "topology": topology,
+                "compute_capabilities": ["9.0"]},
+        "container": False, "rdma_devices": ports, "nccl": {"env": {}}}))
+    rc, out = play(tmp_path, strategy, {"GPUFABRIC_CAPTURE": os.path.join(captures, "single_p2p_off_r1.txt")},
+                   "-e", "burnin_gpus_per_node=2", "-e", "burnin_search_max_rounds=4", hosts=2)
+    # two GPUs of an NVSwitch node show all 18 links to each other: that alone does not say there is a switch
+    assert ("floor 180.0 GB/s = 0.4 of what the links of a pair carry (450.0 GB/s, bound by NVLink 4: 18 links x 25 "
+            "GB/s a direction per GPU)") in out, out[-8000:]
+    report = (tmp_path / "report" / "burnin.md").read_text()
+    assert "FAILED: 2 hosts" in report and ("- below 180.0 GB/s: h1-h2" if strategy == "pairwise" else
+                                             "reference busbw 22.7 GB/s is below 180.0 GB/s") in report, report
