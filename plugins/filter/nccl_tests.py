@@ -136,10 +136,12 @@ def busbw_ceiling(records, collective="all_reduce", gpus_per_node=None, ib_hca=N
     if ib_hca not in (None, ""):
         text.check_line("ib_hca", ib_hca)
     try:
-        found = ceiling.ceiling(collective, nodes, int(gpus_per_node), ib_hca or None)
+        if isinstance(collective, (list, tuple)):   # several at once: {collective: result}
+            return dict((str(c), ceiling.floor(ceiling.ceiling(c, nodes, int(gpus_per_node), ib_hca or None), share))
+                        for c in collective)
+        return ceiling.floor(ceiling.ceiling(collective, nodes, int(gpus_per_node), ib_hca or None), share)
     except ceiling.CeilingError as exc:
         fail("busbw_ceiling", str(exc))
-    return ceiling.floor(found, share)
 
 
 def threshold_errors(values):

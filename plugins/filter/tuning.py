@@ -22,12 +22,16 @@ def nccl_tune_candidates(has_rdma, gpus=2, extra=None):
     return tuning.check_candidates(space)
 
 
-def nccl_tune_report(search, confirm=None, rules=None):
-    """The runner's results -> decisions, the environment to use, tune.md text and the SVG."""
+def nccl_tune_report(search, confirm=None, rules=None, expected=None):
+    """The runner's results -> decisions, the environment to use, tune.md text and the SVG; ``expected``
+    ({collective: busbw_ceiling's result}) sets NCCL's defaults against what the hardware carries."""
     expect("nccl_tune_report", search, (Mapping,), "the search run's result (runs, skipped, elapsed_s)")
     if confirm is not None:
         expect("nccl_tune_report", confirm, (Mapping,), "the confirmation run's result")
-    result = tuning.report(dict(search), dict(confirm) if confirm is not None else None, dict(rules or {}))
+    if expected is not None:
+        expect("nccl_tune_report", expected, (Mapping,), "expected as {collective: busbw_ceiling's result}")
+    result = tuning.report(dict(search), dict(confirm) if confirm is not None else None, dict(rules or {}),
+                           expected=dict(expected) if expected else None)
     result["markdown"] = tuning.markdown(result)
     series = tuning.svg_series(result)
     result["svg"] = chart.bandwidth_svg(series, title="NCCL busbw, defaults and tuned (medians)") if series else None

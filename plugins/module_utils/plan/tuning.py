@@ -21,6 +21,7 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import ceiling
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
@@ -205,9 +206,28 @@ def geomean_ratio(table, collective, name, rules=None):
     return compare(by_candidate.get(DEFAULT) or {}, by_candidate.get(name) or {}, rules)
 
 
-def report(search, confirm=None, rules=None, candidate_env=None):
+def hardware_check(table, expected):
+    """The tuner's sanity check: NCCL's defaults against what the hardware carries, per collective (``expected``:
+    {collective: busbw_ceiling's result}). A default far below it means the node is broken, not untuned: no setting
+    found on it is worth keeping. -> {collective: {busbw, bound, size, measured, ratio, failure, note}}."""
+    out = {}
+    for collective, found in sorted((expected or {}).items()):
+        if not isinstance(found, dict):
+            continue
+        sizes = (table.get(collective) or {}).get(DEFAULT) or {}
+        size = max(sizes) if sizes else None
+        measured = median(sizes[size]) if size is not None else None
+        failure, note, ratio = ceiling.judge(size, measured, found, found.get("fraction"))
+        out[collective] = {"busbw": found.get("busbw"), "bound": found.get("bound") or found.get("why"), "size": size,
+                           "measured": measured, "ratio": None if ratio is None else round(ratio, 3),
+                           "failure": failure, "note": note}
+    return out
+
+
+def report(search, confirm=None, rules=None, candidate_env=None, expected=None):
     """The whole tuning result from the runner records: search decisions, the combined environment and,
-    when a confirmation run was made, its per-collective figures and the final environment."""
+    when a confirmation run was made, its per-collective figures and the final environment. ``expected``
+    ({collective: busbw_ceiling's result}): the defaults are set against what the hardware carries (``hardware``)."""
     rules = dict(RULE_DEFAULTS, **(rules or {}))
     table = collect(search.get("runs") or [])
     decisions = judge(table, rules)
@@ -219,7 +239,7 @@ def report(search, confirm=None, rules=None, candidate_env=None):
                       "failed_runs": [dict([(k, r.get(k)) for k in ("collective", "candidate", "repeat", "rc")]
                                            + [("why", run_failure(r))])
                                       for r in search.get("runs") or [] if run_failure(r)]},
-           "env": {}, "confirmed": None, "table": _table(table)}
+           "env": {}, "confirmed": None, "table": _table(table), "hardware": hardware_check(table, expected)}
     if confirm is not None:
         confirm_table = collect(confirm.get("runs") or [])
         names = sorted(set(r["candidate"] for r in confirm.get("runs") or []) - {DEFAULT})
@@ -276,6 +296,20 @@ def markdown(result):
         if len(failed) > 20:
             lines.append("- and %d more" % (len(failed) - 20))
     lines += ["", "Winners combined: %s" % (", ".join("`%s`" % w for w in result["winners"]) or "none"), ""]
+    hardware = result.get("hardware") or {}
+    if hardware:
+        lines += ["## NCCL's defaults against what the hardware carries", ""]
+        for collective, h in sorted(hardware.items()):
+            if h["busbw"] is None:
+                lines.append("- %s: not known (%s)" % (collective, h["bound"]))
+            elif h["failure"]:
+                lines.append("- %s: **BROKEN, not untuned**: the defaults' median %s; no setting found on this node is "
+                             "worth keeping - fix it first (summary of gpufabric.rdma.validate)" % (collective, h["failure"]))
+            else:
+                lines.append("- %s: the defaults reach %s of %g GB/s (%s)%s" % (
+                    collective, "-" if h["ratio"] is None else "%.0f %%" % (h["ratio"] * 100), h["busbw"], h["bound"],
+                    "; " + h["note"] if h["note"] else ""))
+        lines.append("")
     if result.get("confirmed"):
         lines += ["## Fresh comparison (%d runs, %s s)" % (result["confirmed"]["runs"], result["confirmed"]["elapsed_s"]), "",
                   "| environment | collective | geomean gain | worst size >= %s | kept |" % size_label(result["rules"]["guard_from"]),

@@ -174,3 +174,19 @@ def test_the_filter_takes_records_by_host_or_one_record_and_gives_the_floor():
         busbw_ceiling(record, gpus_per_node="eight")
     with pytest.raises(AnsibleFilterError, match="fraction must be a share from 0 to 1, got 4"):
         busbw_ceiling(record, fraction=4)
+
+
+def test_the_tuner_calls_a_node_far_below_its_hardware_broken_not_untuned():
+    """The tuner's sanity check on the real 4x H200 runs: NCCL's defaults with peer-to-peer reach 77 % of what the
+    node's NVLink carries; with it disabled 5 %, and tune.md says no setting found there is worth keeping."""
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
+
+    expected = {"all_reduce": ceiling.floor(ceiling.ceiling("all_reduce", [{"host": "n", "gpu": _h200x4()}], 4))}
+    for capture, words in (("single_p2p_on_r1", "the defaults reach 77 % of 450 GB/s (NVLink 4"),
+                           ("single_p2p_off_r1", "**BROKEN, not untuned**: the defaults' median busbw 22.69 GB/s")):
+        runs = [{"collective": "all_reduce", "candidate": tuning.DEFAULT, "repeat": r, "rc": 0,
+                 "stdout": _read(H200X4, capture + ".txt")} for r in range(2)]
+        result = tuning.report({"runs": runs}, expected=expected)
+        assert words in tuning.markdown(result), tuning.markdown(result)
+        assert (result["hardware"]["all_reduce"]["failure"] is None) == capture.startswith("single_p2p_on")
+    assert tuning.report({"runs": []})["hardware"] == {}
