@@ -14,10 +14,12 @@ setup_nccl_home() {
   export LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-}
 }
 
-# ansible-core from the carried wheels, and this checkout as gpufabric.rdma.
+# ansible-core from the carried wheels (.whl/, else vendor-src/whl/), and this checkout as gpufabric.rdma.
 setup_ansible() {
   local top=$1
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$top"/.whl/*.whl
+  local wheels=$top/.whl
+  [[ -d $wheels ]] || wheels=$top/vendor-src/whl   # pip download -d vendor-src/whl "ansible-core==2.19.*" (ignored)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$wheels"/*.whl
   export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
   mkdir -p /tmp/collections/ansible_collections/gpufabric
   ln -sfn "$top" /tmp/collections/ansible_collections/gpufabric/rdma
