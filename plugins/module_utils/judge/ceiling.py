@@ -154,9 +154,9 @@ def node_ceiling(gpu, count):
                     spec["generation"], links, spec["gbps"], ", through NVSwitch" if switch else "")}
     if pcie is None:
         return {"busbw": None, "why": pcie_text}
-    return {"busbw": round(pcie, 1), "link": "pcie",
-            "bound": "%s: %.1f GB/s a direction per GPU%s" % (
-                pcie_text, pcie, ", NVLink does not join the run's GPUs into one ring" if counts else "")}
+    rate = round(pcie, 1)
+    return {"busbw": rate, "link": "pcie", "bound": "%s: %s GB/s a direction per GPU%s" % (
+        pcie_text, "%.1f" % rate, ", NVLink does not join the run's GPUs into one ring" if counts else "")}
 
 
 def p2p_expected(nodes, gpus_per_node):

@@ -154,9 +154,8 @@ def verdict(run, parse=nccl_tests.parse):
         out["error"] = "nccl-tests reported wrong results or stopped early"
     elif out["implausible"] and parsed.get("separate_runs"):
         out["error"] = out["implausible"][0]
-    elif rows and out["ranks"] and asked_ranks(run.get("command") or "") not in (None, out["ranks"]) \
-            and out["ranks"] < asked_ranks(run.get("command")):
-        out["error"] = ("the command asked for %d ranks and the output shows %d: ranks that never joined the run "
+    elif rows and out["ranks"] and (asked_ranks(run.get("command") or "") or 0) > out["ranks"]:
+        out["error"] = ("the command asked for %s ranks and the output shows %s: ranks that never joined the run "
                         "measured nothing (an nccl-tests built without MPI=1 runs each process alone)"
                         % (asked_ranks(run["command"]), out["ranks"]))
         out["implausible"].append(out["error"])
