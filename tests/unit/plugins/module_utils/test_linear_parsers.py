@@ -58,6 +58,9 @@ PARSERS = {
     "text.launcher_lines": ("text.launcher_lines(t)", "[1,0]<stdout>:x\n"),
     "text.describe_unsafe": ("text.describe_unsafe(t)", ""),
     "k8s.node_labels": ("k8s.node_labels({'rdma_devices': [], 'gpu': {'count': 1}, 'hostname': t[:63]})", ""),
+    "dcgm.parse_dcgmi_diag": ("dcgm.parse_dcgmi_diag(t)", "| Diagnostic                | Result      |\n"
+                              "|-----  Stress  ------------+-------------|\n| Targeted Power | Pass - GPUs: 0, 2 |\n"
+                              "| Warning                   | GPU 1 Max p |\n"),
 }
 
 SHAPES = {
@@ -83,6 +86,8 @@ SHAPES = {
     "ranges": "n[" + "1-2," * (N // 4) + "3]",
     "backslashes": "A=" + "\\" * N + "#" * N,
     "quotes": 'A="' + "a " * (N // 2),
+    "table_cell": "|" + " " * N + "| Fail - GPU:" + " " * N + "|",
+    "section": "|-----" + " " * N + "Stress" + " " * N + "---+",
 }
 
 RUNNER = r"""
@@ -90,7 +95,7 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import numbers, text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, perftest, rdma, slurm_conf, slurm_jobs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm, gpu, nccl_tests, perftest, rdma, slurm_conf, slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s, nccl, netconf
 call, context, shapes = json.loads(sys.stdin.read())
 N = 100000
