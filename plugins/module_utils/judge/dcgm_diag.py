@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A DCGM diagnostic run judged: what it says about the node, as findings, and a status a certificate can trust.
+
+``status`` is one of:
+
+- **pass**: the table closed, no test failed or warned, and at least one test ran (not every one skipped);
+- **fail**: a test failed - each failing GPU is a critical finding in DCGM's words, a failure no GPU carries one
+  for the node; a table cut after a failure still fails;
+- **warn**: a test warned, none failed;
+- **not run**: dcgmi is missing, could not reach its host engine, timed out, printed an error instead of a table, was
+  cut before it closed, or skipped every test. Unknown is neither healthy nor faulty: it never passes a node and
+  never condemns one, and says why in the tool's words.
+
+Pure, standard library only (the dcgm_diag module runs it on the node).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
+
+LEVELS = (1, 2, 3, 4)
+# How long each level may run before it is killed (seconds): DCGM's documentation gives level 1 seconds, level 2
+# about two minutes, level 3 about half an hour and level 4 one to two hours; each limit leaves room on a slow node.
+TIMEOUTS = {1: 300, 2: 1200, 3: 5400, 4: 14400}
+MAX_TIMEOUT = 21600
+STATUSES = ("pass", "fail", "warn", "not run")
+_FIX = {
+    "fail": "drain the node; read DCGM's words above and the node's kernel log (Xid), then reset the GPU or reboot and "
+            "run the same level again before it returns to service",
+    "warn": "look at the test's warning; run the level again under load before the node takes long jobs",
+    "not run": "install DCGM (datacenter-gpu-manager-4 from NVIDIA's repository) and start nv-hostengine "
+               "(systemctl start nvidia-dcgm), or read its error above; the node is not certified until a level runs",
+}
+
+
+def check_level(level):
+    """The level as a whole number 1 to 4; ValueError naming the value otherwise."""
+    if isinstance(level, bool) or str(level).strip() not in ("1", "2", "3", "4"):
+        raise ValueError("the DCGM diagnostic level must be 1, 2, 3 or 4, got %r" % (level,))
+    return int(str(level).strip())
+
+
+def _where(test):
+    return "%s/%s" % (test.get("category"), test.get("name")) if test.get("category") else str(test.get("name"))
+
+
+def _words(test):
+    said = (test.get("errors") or []) + (test.get("warnings") or [])
+    return "; ".join(said)[:600] if said else "DCGM gave no reason"
+
+
+def verdict(parsed, level, not_run=None, host=None):
+    """A parsed run (parse_dcgmi_diag's result, or None) -> {status, level, findings, failed, skipped, tests, reason}.
+
+    ``not_run``: why the run never gave a table (dcgmi missing, timed out, its exit status and words); ``failed``:
+    [{test, gpu, message}] (gpu None for a failure of the node as a whole). ``host`` names the node in the findings'
+    targets ("node7 GPU 1"); without it they read "GPU 1" and "node".
+    """
+    level = check_level(level)
+    out = {"status": None, "level": level, "findings": [], "failed": [], "skipped": [], "tests": 0, "reason": None}
+    what = "dcgmi diag -r %d" % level
+    if not_run or not parsed:
+        out.update(status="not run", reason=not_run or "no output")
+    else:
+        tests = parsed.get("tests") or []
+        out["tests"] = len(tests)
+        out["skipped"] = [_where(t) for t in tests if t.get("result") == "skip"]
+        for test in tests:
+            if test.get("result") != "fail":
+                continue
+            gpus = [g for g in test.get("gpus") or [] if g.get("result") == "fail" and isinstance(g.get("gpu"), int)]
+            for gpu in gpus:
+                out["failed"].append({"test": _where(test), "gpu": gpu["gpu"], "message": gpu.get("message") or _words(test)})
+            if not gpus:
+                out["failed"].append({"test": _where(test), "gpu": None, "message": _words(test)})
+        overall = parsed.get("overall")
+        if out["failed"]:
+            out["status"] = "fail"
+        elif overall is None or not parsed.get("complete"):
+            said = "; ".join(parsed.get("errors") or [])
+            out.update(status="not run", reason=said or ("the output was cut before its table closed" if tests
+                                                        else "no test result in the output"))
+        elif overall == "skip":
+            out.update(status="not run", reason="every test was skipped: nothing was tested")
+        else:
+            out["status"] = "warn" if overall == "warn" else "pass"
+    for failure in out["failed"]:
+        target = ("%s GPU %s" % (host, failure["gpu"]) if host else "GPU %s" % failure["gpu"]) \
+            if failure["gpu"] is not None else (host or "node")
+        out["findings"].append(finding("dcgm_diag", "critical", target, "%s: %s failed: %s" % (
+            what, failure["test"], failure["message"]), _FIX["fail"]))
+    host = host or "node"
+    if out["status"] == "warn":
+        for test in parsed.get("tests") or []:
+            if test.get("result") == "warn":
+                out["findings"].append(finding("dcgm_diag", "warning", host, "%s: %s warned: %s" % (
+                    what, _where(test), _words(test)), _FIX["warn"]))
+    if out["status"] == "not run":
+        out["findings"].append(finding("dcgm_diag_not_run", "warning", host, "%s did not run: %s" % (
+            what, out["reason"]), _FIX["not run"]))
+    if out["status"] == "pass":
+        out["findings"].append(finding("dcgm_diag", "info", host, "%s passed: %d test(s)%s (DCGM %s)" % (
+            what, out["tests"] - len(out["skipped"]),
+            ", skipped: %s" % ", ".join(out["skipped"]) if out["skipped"] else "",
+            parsed.get("dcgm_version") or "version not shown"), "nothing to do"))
+    return out
