@@ -60,7 +60,7 @@ EXAMPLES = r"""
 
 - name: Name what failed
   ansible.builtin.debug:
-    msg: "{{ diag.failed }}"
+    msg: "{{ diag.failures }}"
   when: diag.status == 'fail'
 """
 
@@ -78,7 +78,7 @@ reason:
   description: Why the run gave no verdict (C(not run)), in the tool's words.
   returned: always
   type: str
-failed:
+failures:
   description: Each failure, C(test) (category/name), C(gpu) (null for the node as a whole) and C(message) (DCGM's words).
   returned: always
   type: list
@@ -103,8 +103,8 @@ command:
   returned: always
   type: list
   elements: str
-rc:
-  description: dcgmi's exit status (null when it did not run or was killed).
+exit_status:
+  description: dcgmi's exit status (null when it did not run or was killed); a failing test exits non-zero too.
   returned: always
   type: int
 seconds:
@@ -167,7 +167,8 @@ def main():
         module.fail_json(msg=str(exc))
     dcgmi = commands.Runner().which(module.params["dcgmi_path"] or "dcgmi")
     argv = command(module, dcgmi or module.params["dcgmi_path"] or "dcgmi", level)
-    out = {"changed": False, "level": level, "command": argv, "rc": None, "seconds": 0.0, "diag": None}
+    # exit_status, not rc: Ansible fails a task whose rc is not 0, and a run that did not end has none
+    out = {"changed": False, "level": level, "command": argv, "exit_status": None, "seconds": 0.0, "diag": None}
     parsed, not_run = None, None
     if module.check_mode:
         not_run = "check mode: the diagnostic stresses the GPUs, so it runs only for real"
@@ -175,7 +176,7 @@ def main():
         not_run = "%s is not installed (DCGM: datacenter-gpu-manager-4)" % (module.params["dcgmi_path"] or "dcgmi")
     else:
         result = commands.run(argv, timeout)
-        out.update(rc=result.rc, seconds=round(result.seconds, 1))
+        out.update(exit_status=result.rc, seconds=round(result.seconds, 1))
         if result.timed_out:
             not_run = "it did not finish within %d s and was killed with its children" % timeout
         else:

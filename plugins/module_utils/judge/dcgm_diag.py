@@ -54,14 +54,14 @@ def _words(test):
 
 
 def verdict(parsed, level, not_run=None, host=None):
-    """A parsed run (parse_dcgmi_diag's result, or None) -> {status, level, findings, failed, skipped, tests, reason}.
+    """A parsed run (parse_dcgmi_diag's result, or None) -> {status, level, findings, failures, skipped, tests, reason}.
 
-    ``not_run``: why the run never gave a table (dcgmi missing, timed out, its exit status and words); ``failed``:
+    ``not_run``: why the run never gave a table (dcgmi missing, timed out, its exit status and words); ``failures``:
     [{test, gpu, message}] (gpu None for a failure of the node as a whole). ``host`` names the node in the findings'
     targets ("node7 GPU 1"); without it they read "GPU 1" and "node".
     """
     level = check_level(level)
-    out = {"status": None, "level": level, "findings": [], "failed": [], "skipped": [], "tests": 0, "reason": None}
+    out = {"status": None, "level": level, "findings": [], "failures": [], "skipped": [], "tests": 0, "reason": None}
     what = "dcgmi diag -r %d" % level
     if not_run or not parsed:
         out.update(status="not run", reason=not_run or "no output")
@@ -74,11 +74,11 @@ def verdict(parsed, level, not_run=None, host=None):
                 continue
             gpus = [g for g in test.get("gpus") or [] if g.get("result") == "fail" and isinstance(g.get("gpu"), int)]
             for gpu in gpus:
-                out["failed"].append({"test": _where(test), "gpu": gpu["gpu"], "message": gpu.get("message") or _words(test)})
+                out["failures"].append({"test": _where(test), "gpu": gpu["gpu"], "message": gpu.get("message") or _words(test)})
             if not gpus:
-                out["failed"].append({"test": _where(test), "gpu": None, "message": _words(test)})
+                out["failures"].append({"test": _where(test), "gpu": None, "message": _words(test)})
         overall = parsed.get("overall")
-        if out["failed"]:
+        if out["failures"]:
             out["status"] = "fail"
         elif overall is None or not parsed.get("complete"):
             said = "; ".join(parsed.get("errors") or [])
@@ -88,7 +88,7 @@ def verdict(parsed, level, not_run=None, host=None):
             out.update(status="not run", reason="every test was skipped: nothing was tested")
         else:
             out["status"] = "warn" if overall == "warn" else "pass"
-    for failure in out["failed"]:
+    for failure in out["failures"]:
         target = ("%s GPU %s" % (host, failure["gpu"]) if host else "GPU %s" % failure["gpu"]) \
             if failure["gpu"] is not None else (host or "node")
         out["findings"].append(finding("dcgm_diag", "critical", target, "%s: %s failed: %s" % (
@@ -108,3 +108,47 @@ def verdict(parsed, level, not_run=None, host=None):
             ", skipped: %s" % ", ".join(out["skipped"]) if out["skipped"] else "",
             parsed.get("dcgm_version") or "version not shown"), "nothing to do"))
     return out
+
+
+def summary_markdown(records, replayed_from=None):
+    """dcgm.md: the level's verdict per node, what failed on which GPU in DCGM's words, and why a node was not run.
+    ``records``: [{host, level, status, failures, skipped, reason, dcgm_version}] (the dcgm_diag role's)."""
+    records = sorted(records, key=lambda r: str(r.get("host")))
+    passed = [r for r in records if r.get("status") in ("pass", "warn")]
+    verdict_word = "PASS" if records and len(passed) == len(records) else "FAIL"
+    levels = sorted(set(str(r.get("level")) for r in records))
+    lines = ["# DCGM diagnostics (level %s)" % ", ".join(levels), ""]
+    if replayed_from:
+        lines += ["Results REPLAYED from %s, not measured." % replayed_from, ""]
+    lines += ["**%s**: %d of %d node(s) passed." % (verdict_word, len(passed), len(records)), "",
+              "| node | status | DCGM | failed | skipped |", "|---|---|---|---|---|"]
+    for record in records:
+        failed = ", ".join("%s on %s" % (f.get("test"), "the node" if f.get("gpu") is None else "GPU %s" % f.get("gpu"))
+                           for f in record.get("failures") or [])
+        lines.append("| %s | %s | %s | %s | %s |" % (record.get("host"), record.get("status"),
+                                                    record.get("dcgm_version") or "-", failed or "-",
+                                                    ", ".join(record.get("skipped") or []) or "-"))
+    failures = [(r.get("host"), f) for r in records for f in r.get("failures") or []]
+    if failures:
+        lines += ["", "## What DCGM said", ""]
+        lines += ["- %s %s: %s: %s" % (host, "the node" if f.get("gpu") is None else "GPU %s" % f.get("gpu"),
+                                       f.get("test"), f.get("message")) for host, f in failures]
+    unknown = [r for r in records if r.get("status") == "not run"]
+    if unknown:
+        lines += ["", "## Not run (neither a pass nor a failure)", ""]
+        lines += ["- %s: %s" % (r.get("host"), r.get("reason")) for r in unknown]
+    return "\n".join(lines) + "\n"
+
+
+def failure_lines(records):
+    """One line per failing GPU or node and per node not run: 'node7 GPU 1: Stress/Targeted Power failed: <words>',
+    'node8: not run: <why>' - what a failed play names."""
+    lines = []
+    for record in sorted(records, key=lambda r: str(r.get("host"))):
+        host = record.get("host")
+        if record.get("status") == "not run":
+            lines.append("%s: not run: %s" % (host, record.get("reason")))
+        for failure in record.get("failures") or []:
+            where = host if failure.get("gpu") is None else "%s GPU %s" % (host, failure.get("gpu"))
+            lines.append("%s: %s failed: %s" % (where, failure.get("test"), failure.get("message")))
+    return lines

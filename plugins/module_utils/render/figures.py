@@ -4,7 +4,7 @@
 """The figures of validation runs as metric families, so a fleet's numbers can be graphed against time and
 baseline: nccl-tests busbw per collective, size and node set; perftest bandwidth and latency per pair;
 burn-in busbw per pair or group and its verdict per host; NCCL tuning busbw per setting; DDP images/s and
-scaling efficiency. Pure functions from each role's judged records to metrics.family() lists; metrics.render
+scaling efficiency; the DCGM diagnostic per node. Pure functions from each role's judged records to metrics.family() lists; metrics.render
 writes them for node_exporter's textfile collector.
 
 The collector takes no timestamps, so every kind carries its run's time as a gauge of its own
@@ -29,7 +29,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist imp
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 
-KINDS = ("nccl_tests", "perftest", "burnin", "tune", "ddp")
+KINDS = ("nccl_tests", "perftest", "burnin", "tune", "ddp", "dcgm_diag")
 # The kinds whose records do not name the hosts they ran on: the caller names them (``nodes``).
 KINDS_WITH_NODES = ("tune", "ddp")
 PLACEMENTS = ("out_of_place", "in_place")
@@ -42,6 +42,7 @@ _PERFTEST = metrics.PREFIX + "perftest_"
 _BURNIN = metrics.PREFIX + "burnin_"
 _TUNE = metrics.PREFIX + "nccl_tune_"
 _DDP = metrics.PREFIX + "ddp_"
+_DCGM = metrics.PREFIX + "dcgm_diag_"
 
 
 class FiguresError(ValueError):
@@ -429,6 +430,31 @@ def ddp_families(reports, cluster, run_time, nodes=None):
     ]
 
 
+def dcgm_diag_families(records, cluster, run_time):
+    """The DCGM diagnostic per node (the dcgm_diag role's records: {host, level, status, failures}) -> families:
+    ``..._passed`` (1 pass or warn, 0 fail; no sample for a run that did not run), ``..._not_run`` (1 when it could not
+    run), ``..._gpu_failed`` per GPU and test that failed (1), with the level as a label."""
+    base = {"cluster": cluster}
+    passed, not_run, gpu_failed = _Series(_lowest), _Series(_lowest), _Series(_lowest)
+    for record in records:
+        where = dict(base, node=str(record.get("host")), level=str(record.get("level")))
+        status = record.get("status")
+        not_run.add(where, 1 if status == "not run" else 0)
+        if status in ("pass", "warn", "fail"):
+            passed.add(where, 0 if status == "fail" else 1)
+        for failure in _items(record.get("failures")):
+            gpu = failure.get("gpu")
+            gpu_failed.add(dict(where, gpu="node" if gpu is None else str(gpu), test=str(failure.get("test"))), 1)
+    return [
+        _timestamp(_DCGM, "DCGM diagnostic", base, run_time),
+        _family(_DCGM + "passed", "1 when the DCGM diagnostic level passed on the node (or only warned), 0 when a test "
+                "failed; no sample when it did not run.", passed),
+        _family(_DCGM + "not_run", "1 when the level could not run on the node (dcgmi missing, no host engine, timed "
+                "out, cut, every test skipped): unknown, neither a pass nor a failure.", not_run),
+        _family(_DCGM + "gpu_failed", "1 for each GPU (node: a failure no GPU carries) and test that failed.", gpu_failed),
+    ]
+
+
 def check(kind, records, cluster, run_time, nodes=None):
     """The inputs checked: FiguresError naming the value and what was expected."""
     if kind not in KINDS:
@@ -463,6 +489,8 @@ def families(kind, records, cluster, run_time, nodes=None):
         return burnin_families(records, cluster, run_time)
     if kind == "tune":
         return tune_families(records, cluster, run_time, nodes)
+    if kind == "dcgm_diag":
+        return dcgm_diag_families(records, cluster, run_time)
     return ddp_families(records, cluster, run_time, nodes)
 
 

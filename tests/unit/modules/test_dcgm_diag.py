@@ -27,8 +27,8 @@ def test_a_failing_gpu_is_a_critical_finding_in_dcgm_s_words(tmp_path, dcgmi):
     result = run_module(dcgm_diag, {"level": 3, "gpu_ids": [0, 1, 2, 3], "parameters": {"targeted_power.test_duration": 30}})
     assert calls(tmp_path / "calls.jsonl") == [("dcgmi", ["diag", "-r", "3", "-i", "0,1,2,3", "-p",
                                                           "targeted_power.test_duration=30"])]
-    assert (result["status"], result["changed"], result["rc"]) == ("fail", False, 0)
-    assert result["failed"] == [{"test": "Stress/Targeted Power", "gpu": 1, "message": (
+    assert (result["status"], result["changed"], result["exit_status"]) == ("fail", False, 0)
+    assert result["failures"] == [{"test": "Stress/Targeted Power", "gpu": 1, "message": (
         "GPU 1 Max power of 224.1 did not reach desired power minimum target_power_min_ratio of 224.2 for GPU 1 "
         "Verify that the clock speeds and GPU utilization are high.")}]
     (critical,) = [f for f in result["findings"] if f["severity"] == "critical"]
@@ -48,7 +48,7 @@ def test_real_outputs(dcgmi, fixture, status):
     result = run_module(dcgm_diag, {"level": 2})
     assert result["status"] == status, result["reason"]
     if status == "fail":
-        assert result["failed"][0]["gpu"] is None and result["findings"][0]["target"] == "node"   # no GPU carries it
+        assert result["failures"][0]["gpu"] is None and result["findings"][0]["target"] == "node"   # no GPU carries it
 
 
 @pytest.mark.parametrize("mode, reason", [

@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters over the DCGM diagnostics the dcgm_diag role ran (thin wrappers over module_utils/judge/dcgm_diag.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
+    Mapping, expect, expect_list_of_mappings, fail, filters)
+
+_RECORD_KEYS = ("level", "status", "failures", "skipped", "reason", "findings", "command", "seconds", "exit_status")
+
+
+def dcgm_diag_records(results):
+    """{host: what the dcgm_diag module returned there} -> [{host, level, status, failures, skipped, reason, findings,
+    command, seconds, dcgm_version}], by host. A host whose task did not return a verdict (unreachable, the task
+    itself failed) is 'not run', saying so: never left out, never a pass."""
+    expect("dcgm_diag_records", results, (Mapping,), "a mapping of host to the dcgm_diag module's result")
+    records = []
+    for host in sorted(results):
+        result = results[host] if isinstance(results[host], Mapping) else {}
+        record = dict((key, result.get(key)) for key in _RECORD_KEYS)
+        record.update(host=str(host), dcgm_version=(result.get("diag") or {}).get("dcgm_version"))
+        if record["status"] not in dcgm_diag.STATUSES:
+            record.update(status="not run", failures=[], skipped=[], reason=result.get("msg") or "the task gave no result",
+                          findings=[])
+        records.append(record)
+    return records
+
+
+def dcgm_diag_summary(records, replayed_from=None, output="markdown"):
+    """The dcgm_diag role's records [{host, level, status, failures, skipped, reason, dcgm_version}] -> dcgm.md, or
+    (output 'failures') one line per failing GPU or node and per node not run."""
+    expect_list_of_mappings("dcgm_diag_summary", records, "the dcgm_diag role's records (dcgm_diag_results)")
+    if output == "failures":
+        return dcgm_diag.failure_lines([dict(r) for r in records])
+    if output != "markdown":
+        fail("dcgm_diag_summary", "output must be markdown or failures, got %r" % (output,))
+    note = text.check_line("replayed_from", replayed_from) if replayed_from else None
+    return dcgm_diag.summary_markdown([dict(r) for r in records], note)
+
+
+class FilterModule(object):
+    def filters(self):
+        return filters({"dcgm_diag_summary": dcgm_diag_summary, "dcgm_diag_records": dcgm_diag_records})

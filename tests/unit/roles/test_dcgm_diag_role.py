@@ -1,0 +1,85 @@
+"""The dcgm_diag role end to end with ansible-playbook on two local hosts: a dcgmi stand-in replays real public
+outputs (tests/unit/fixtures/dcgm), chosen by the host engine each host names, so one node passes and one fails;
+the reports, the figures and the play's verdict name the failing GPU in DCGM's words."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "dcgm")
+pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
+                                reason="needs the collection installed (make unit sets ANSIBLE_COLLECTIONS_PATH)")
+DCGMI = """#!/bin/sh
+# stand-in dcgmi: the capture named by --host (hang: never answers, with a child that must be killed too)
+host=""
+while [ $# -gt 0 ]; do [ "$1" = "--host" ] && host="$2"; shift; done
+echo "$host" >> "$GPUFABRIC_LOG"
+case "$host" in
+  hang) sleep 3600 & sleep 3600 ;;
+  *) cat "$GPUFABRIC_FIXTURES/$host" ;;
+esac
+"""
+PLAY = """- hosts: all
+  gather_facts: false
+  roles:
+    - role: gpufabric.rdma.dcgm_diag
+"""
+
+
+def play(tmp_path, engines, *extra, check=False):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "dcgmi").write_text(DCGMI)
+    (bindir / "dcgmi").chmod(0o755)
+    (tmp_path / "play.yml").write_text(PLAY)
+    (tmp_path / "inventory.json").write_text(json.dumps({"all": {"hosts": dict(
+        (host, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                "dcgm_diag_hostengine": engine}) for host, engine in engines.items())}}))
+    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]), GPUFABRIC_FIXTURES=FIXTURES,
+               GPUFABRIC_LOG=str(tmp_path / "calls.log"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.json"), str(tmp_path / "play.yml"),
+                           "-e", "dcgm_diag_report_dir=%s" % (tmp_path / "report"), *extra] + (["--check"] if check else []),
+                          capture_output=True, text=True, env=env, check=False, timeout=300)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    return proc.returncode, out
+
+
+def _report(tmp_path, name):
+    return (tmp_path / "report" / name).read_text()
+
+
+def test_one_node_passes_one_fails_and_the_play_names_the_gpu(tmp_path):
+    rc, out = play(tmp_path, {"n1": "dcgm4_r2_pass_1gpu.txt", "n2": "dcgm3_r3_fail_targeted_power_a10g.txt"},
+                   "-e", "dcgm_diag_level=3")
+    assert rc != 0
+    assert ("DCGM level 3: n2 GPU 1: Stress/Targeted Power failed: GPU 1 Max power of 224.1 did not reach desired "
+            "power minimum") in out, out[-3000:]
+    records = json.loads(_report(tmp_path, "dcgm.json"))
+    assert [(r["host"], r["status"], r["level"]) for r in records] == [("n1", "pass", 3), ("n2", "fail", 3)]
+    markdown = _report(tmp_path, "dcgm.md")
+    assert "**FAIL**: 1 of 2 node(s) passed." in markdown and "| n2 | fail | 3.3.9 | Stress/Targeted Power on GPU 1 |" in markdown
+    prom = _report(tmp_path, "gpufabric_dcgm_diag.prom")
+    assert 'gpufabric_dcgm_diag_gpu_failed{cluster="gpufabric",gpu="1",level="3",node="n2",test="Stress/Targeted Power"} 1' in prom
+    assert 'gpufabric_dcgm_diag_passed{cluster="gpufabric",level="3",node="n1"} 1' in prom
+
+
+def test_a_hung_dcgmi_is_killed_and_its_node_is_not_run_not_failed(tmp_path):
+    rc, out = play(tmp_path, {"n1": "dcgm3_r2_pass_p4de_awsome.txt", "n2": "hang"},
+                   "-e", "dcgm_diag_timeout=3", "-e", "dcgm_diag_fail=false")
+    assert rc == 0, out[-3000:]
+    records = dict((r["host"], r) for r in json.loads(_report(tmp_path, "dcgm.json")))
+    assert records["n1"]["status"] == "pass"
+    assert (records["n2"]["status"], records["n2"]["reason"]) == (
+        "not run", "it did not finish within 3 s and was killed with its children")
+    assert "## Not run (neither a pass nor a failure)" in _report(tmp_path, "dcgm.md")
+    assert 'gpufabric_dcgm_diag_not_run{cluster="gpufabric",level="1",node="n2"} 1' in _report(tmp_path, "gpufabric_dcgm_diag.prom")
+
+
+def test_check_mode_runs_nothing_and_says_so(tmp_path):
+    rc, out = play(tmp_path, {"n1": "dcgm3_r2_pass_p4de_awsome.txt"}, check=True)
+    assert rc != 0 and "n1: not run: check mode: the diagnostic stresses the GPUs" in out, out[-3000:]
+    assert not (tmp_path / "calls.log").exists()
