@@ -72,6 +72,16 @@ options:
   kernel_log:
     description: Read the kernel log from this file instead of C(journalctl -k -b) / C(dmesg).
     type: path
+  dcgm_level:
+    description:
+      - 1 runs DCGM's level-1 diagnostic (C(dcgmi diag -r 1), seconds) on every check; each failing GPU is a critical
+        finding in DCGM's words. One that cannot run (dcgmi missing, no host engine, timed out) is a warning and makes
+        the report incomplete, so it never returns a node to service. Levels 2 and up stress the GPUs for minutes and
+        are refused here - run them with role P(gpufabric.rdma.dcgm_diag#role) on a drained node.
+    type: int
+  dcgmi_path:
+    description: Path of C(dcgmi); default the one on C(PATH).
+    type: path
   nvidia_smi_path:
     description: nvidia-smi to run; default the one on PATH.
     type: path
@@ -174,7 +184,7 @@ unreadable:
   elements: str
   sample: ["kernel log: journalctl -k -b did not answer within 30 s; dmesg -T exited 1: dmesg: read kernel buffer failed: Operation not permitted"]
 observed:
-  description: What was read - gpu_count, rdma_devices, xid_events, port counters, kernel_log_source.
+  description: What was read - gpu_count, rdma_devices, xid_events, port counters, kernel_log_source, and dcgm (status, level, failures, reason) where O(dcgm_level) is set.
   returned: always
   type: dict
 """
@@ -204,6 +214,8 @@ def main():
             rate_min_span=dict(type="int", default=300),
             rate_thresholds=dict(type="dict", default={}),
             ethtool=dict(type="bool", default=True),
+            dcgm_level=dict(type="int"),
+            dcgmi_path=dict(type="path"),
             node_name=dict(type="str"),
             **commands.ARGUMENT_SPEC
         ),

@@ -463,6 +463,10 @@ CHECK_DEFAULTS = {
     "rate_min_span": 300,
     "rate_thresholds": {},
     "ethtool": True,
+    # DCGM's level-1 diagnostic (seconds: deployment checks) on every check; None: not run. Levels 2 and up stress the
+    # GPUs for minutes and belong to a drained node (the dcgm_diag role), never to a periodic check.
+    "dcgm_level": None,
+    "dcgmi_path": None,
 }
 _NON_NEGATIVE = ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages",
                  "command_timeout", "rate_window", "rate_min_span")
@@ -517,6 +521,9 @@ def check_options(given):
     merged["rate_rules"] = dict((name, RATE_RULES[name][:3] + (value,)) for name, value in thresholds.items())
     if not isinstance(merged["ethtool"], bool):
         raise CheckOptionError("ethtool must be true or false, got %r" % (merged["ethtool"],))
+    if merged["dcgm_level"] is not None and (isinstance(merged["dcgm_level"], bool) or merged["dcgm_level"] != 1):
+        raise CheckOptionError("dcgm_level must be 1 or unset (levels 2 and up stress the GPUs for minutes: run them with "
+                               "the dcgm_diag role on a drained node), got %r" % (merged["dcgm_level"],))
     if merged["expected_nccl_env"] is not None and not isinstance(merged["expected_nccl_env"], dict):
         raise CheckOptionError("expected_nccl_env must be a mapping of NCCL variables, got %r" % (merged["expected_nccl_env"],))
     return merged

@@ -16,9 +16,9 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health, rates
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, rates
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, files, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nvlink
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm, gpu, nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
@@ -133,6 +133,29 @@ def _nvidia_smi_findings(host, problem, expected_gpu_count):
     return [finding("nvidia_smi", "critical", host, detail, NVIDIA_SMI_FIXES[how])]
 
 
+def _dcgm_findings(host, opts, runner, unreadable):
+    """DCGM's level-1 diagnostic (dcgmi diag -r 1), judged (judge/dcgm_diag.py). One that could not run makes the
+    report incomplete: its warning says why, and such a report never puts a node back into service."""
+    dcgmi = runner.which(opts["dcgmi_path"] or "dcgmi")
+    level, parsed, not_run = opts["dcgm_level"], None, None
+    if not dcgmi:
+        not_run = "%s is not installed (DCGM: datacenter-gpu-manager-4)" % (opts["dcgmi_path"] or "dcgmi")
+    else:
+        result = runner.run([dcgmi, "diag", "-r", str(level)])
+        if result.timed_out:
+            not_run = result.describe()
+        else:
+            try:
+                parsed = dcgm.parse_dcgmi_diag("\n".join(t for t in (result.stdout, result.stderr) if t))
+            except ValueError as exc:
+                not_run = "%s (%s)" % (result.describe(), exc)
+    judged = dcgm_diag.verdict(parsed, level, not_run, host=host)
+    if judged["status"] == "not run":
+        unreadable.append("dcgmi diag -r %d: %s" % (level, judged["reason"]))
+    judged["findings"] = [f for f in judged["findings"] if f["severity"] != "info"]
+    return judged
+
+
 def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None):
     """Every check on this node -> {findings (worst first), counts, healthy, observed}.
 
@@ -210,6 +233,9 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
             found += health.nccl_drift_findings(host, health.parse_nccl_conf(deployed), opts["expected_nccl_env"],
                                                 opts["nccl_conf"])
 
+    dcgm = _dcgm_findings(host, opts, runner, unreadable) if opts["dcgm_level"] else None
+    found += (dcgm or {}).get("findings") or []
+
     found = health.sort_findings(found)
     counts = count_findings(found)
     return {"findings": found, "counts": counts, "healthy": counts["critical"] == 0 and counts["warning"] == 0,
@@ -218,4 +244,5 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
                          "rdma_devices": [d["name"] for d in devices], "netdev_mtus": mtus,
                          "peermem": peermem, "xid_events": events, "fabric_events": fabric,
                          "kernel_log_source": log_source,
-                         "port_counters": after, "counters_at": now, "history": history}}
+                         "port_counters": after, "counters_at": now, "history": history,
+                         "dcgm": dict((k, dcgm[k]) for k in ("status", "level", "failures", "reason")) if dcgm else None}}

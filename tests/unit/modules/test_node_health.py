@@ -146,3 +146,36 @@ def test_the_awx_path_and_the_monitor_name_a_node_alike(node):
         del os.environ["NVIDIA_SMI_CAPTURE"]
     assert program.node_name(config) == "gpu-01"
     assert set(policy.finding_key(f) for f in found) == set(policy.finding_key(f) for f in awx["findings"])
+
+
+def _dcgmi(tmp_path, text):
+    """A dcgmi that prints a real public output (tests/unit/fixtures/dcgm); None: one that never answers."""
+    tool = tmp_path / "dcgmi"
+    if text is None:
+        tool.write_text("#!/bin/sh\nsleep 3600 & sleep 3600\n")
+    else:
+        tool.write_text("#!/bin/sh\ncat %s\n" % fixture_path("dcgm", text))
+    tool.chmod(0o755)
+    return str(tool)
+
+
+def test_dcgm_level_1_in_the_health_check(node, tmp_path):
+    """Level 1 on every check (Slurm's HealthCheckProgram runs the monitor): a persistence failure is critical in
+    DCGM's words; a passing level adds nothing; a dcgmi that hangs is killed, warned about, and makes the report
+    incomplete, so it never returns a node to service; levels 2 and up are refused."""
+    base = dict(expected_gpu_count=8, expected_rdma_devices=1, expected_mtu=1500, require_peermem=True,
+                kernel_log=fixture_path("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"), xid_ignore=[13, 109],
+                dcgm_level=1)
+    failing = _run(node, dcgmi_path=_dcgmi(tmp_path, "dcgm3_r1_fail_persistence_h200.txt"), **base)
+    (found,) = failing["findings"]
+    assert (found["severity"], found["check"]) == ("critical", "dcgm_diag")
+    assert found["detail"].startswith("dcgmi diag -r 1: Deployment/Persistence Mode failed: Persistence mode for GPU 0 "
+                                      "is currently disabled.")
+    assert failing["observed"]["dcgm"]["status"] == "fail" and failing["complete"] is True
+    passing = _run(node, dcgmi_path=_dcgmi(tmp_path, "dcgm3_r2_pass_p4de_awsome.txt"), **base)
+    assert (passing["healthy"], passing["findings"], passing["observed"]["dcgm"]["status"]) == (True, [], "pass")
+    hung = _run(node, dcgmi_path=_dcgmi(tmp_path, None), command_timeout=2, **base)
+    assert [f["check"] for f in hung["findings"]] == ["dcgm_diag_not_run"] and hung["complete"] is False
+    assert hung["unreadable"][0].startswith("dcgmi diag -r 1: ") and "did not answer within 2 s" in hung["unreadable"][0]
+    refused = _run(node, dcgm_level=2)
+    assert refused["failed"] is True and refused["msg"].startswith("dcgm_level must be 1 or unset")
