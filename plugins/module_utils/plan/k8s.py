@@ -16,6 +16,7 @@ import inspect
 import json
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nccl
 
 # Seed 002: the eRDMA device plugin on ACK, exactly as Alibaba Cloud publishes it.
@@ -308,6 +309,39 @@ def tfjob(name, image, command, env, workers=1, ps=1, gpus_per_worker=8, rdma_re
     return manifest
 
 
+# NVIDIA's DCGM container (NGC, nvcr.io/nvidia/cloud-native/dcgm): nv-hostengine and dcgmi.
+DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04"
+
+
+def dcgm_diag_job(name, image=DCGM_IMAGE, level=2, gpus=8, node_name=None, namespace=None, timeout=None):
+    """A Job that runs DCGM's diagnostic level on one node: its own host engine, then ``dcgmi diag -r <level>``,
+    killed after the level's time limit (activeDeadlineSeconds), never retried. ``node_name`` pins it to a node,
+    bypassing the scheduler, so it runs on a cordoned node - where level 2 and up belong."""
+    _name(name, "name")
+    try:
+        level = dcgm_diag.check_level(level)
+    except ValueError as exc:
+        raise ManifestError(str(exc))
+    limit = dcgm_diag.TIMEOUTS[level] if timeout is None else _count(timeout, "timeout", 1)
+    container = _container("dcgm-diag", image, ["/bin/sh", "-c", "nv-hostengine && exec dcgmi diag -r %d" % level], {},
+                           _count(gpus, "gpus", 1), None)
+    # the diagnostics read GPU state DCGM's host engine reaches only with this capability (NVIDIA's DCGM docs)
+    container["securityContext"] = {"capabilities": {"add": ["SYS_ADMIN"]}}
+    spec = _pod_spec([container], False, "Never")
+    if node_name:
+        if not isinstance(node_name, str) or not re.match(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", node_name):
+            raise ManifestError("node_name must be a Kubernetes node name, got %r" % (node_name,))
+        spec["nodeName"] = node_name
+    manifest = {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "dcgm-diag",
+                                                      "gpufabric.rdma/dcgm-level": str(level)}},
+                "spec": {"backoffLimit": 0, "activeDeadlineSeconds": limit, "template": {
+                    "metadata": {"labels": {"app.kubernetes.io/name": "dcgm-diag"}}, "spec": spec}}}
+    if namespace:
+        manifest["metadata"]["namespace"] = _name(namespace, "namespace")
+    return manifest
+
+
 def pod_templates(manifest):
     """Every pod template inside a manifest (Deployment, DaemonSet or a Kubeflow job), by path."""
     spec = manifest.get("spec") or {}
@@ -322,7 +356,8 @@ def pod_templates(manifest):
 
 
 _PLUGINS = {"erdma": erdma_device_plugin, "shared": shared_device_plugin}
-_WORKLOADS = {"acs_deployment": acs_deployment, "pytorchjob": pytorchjob, "mpijob": mpijob, "tfjob": tfjob}
+_WORKLOADS = {"acs_deployment": acs_deployment, "pytorchjob": pytorchjob, "mpijob": mpijob, "tfjob": tfjob,
+              "dcgm_diag_job": dcgm_diag_job}
 
 
 def _call(function, options, what):
@@ -345,7 +380,7 @@ def device_plugin_manifests(plugin, options=None):
 
 
 def workload_manifest(kind, options):
-    """'acs_deployment', 'pytorchjob', 'mpijob' or 'tfjob' plus keyword options -> one manifest."""
+    """'acs_deployment', 'pytorchjob', 'mpijob', 'tfjob' or 'dcgm_diag_job' plus keyword options -> one manifest."""
     if kind not in _WORKLOADS:
         raise ManifestError("workload kind must be one of %s, got %r" % (", ".join(sorted(_WORKLOADS)), kind))
     given = dict((k, v) for k, v in (options or {}).items() if v is not None)

@@ -111,6 +111,21 @@ def test_mpijob_runs_nccl_tests_one_rank_per_gpu(kube_validate):
     kube_validate(manifest)
 
 
+def test_a_dcgm_diagnostic_job_on_a_cordoned_node(kube_validate):
+    manifest = k8s.workload_manifest("dcgm_diag_job", {"name": "dcgm-diag-gpu7", "level": 2, "gpus": 8, "node_name": "gpu7"})
+    spec = manifest["spec"]
+    assert (manifest["kind"], spec["backoffLimit"], spec["activeDeadlineSeconds"]) == ("Job", 0, 1200)
+    pod = spec["template"]["spec"]
+    assert (pod["nodeName"], pod["restartPolicy"]) == ("gpu7", "Never")
+    assert pod["containers"][0]["command"] == ["/bin/sh", "-c", "nv-hostengine && exec dcgmi diag -r 2"]
+    assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 8}
+    kube_validate(manifest)
+    for options, message in (({"level": "2; rm -rf /"}, "level must be 1, 2, 3 or 4"),
+                             ({"node_name": "gpu7\nx"}, "node_name must be a Kubernetes node name")):
+        with pytest.raises(k8s.ManifestError, match=message):
+            k8s.workload_manifest("dcgm_diag_job", dict({"name": "d"}, **options))
+
+
 def test_tfjob_is_arena_rdma_hostnetwork(kube_validate):
     command = ["python", "benchmarks/scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py", "--server_protocol=grpc+verbs",
                "--model=resnet50", "--batch_size=16", "--data_format=NHWC"]
