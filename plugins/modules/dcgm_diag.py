@@ -119,7 +119,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import check_seconds
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import dcgmi as dcgmi_run
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9._:\[\]-]{1,255}$")
 _PARAM_RE = re.compile(r"^[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_]{1,64}$")
@@ -172,20 +172,10 @@ def main():
     parsed, not_run = None, None
     if module.check_mode:
         not_run = "check mode: the diagnostic stresses the GPUs, so it runs only for real"
-    elif not dcgmi:
-        not_run = "%s is not installed (DCGM: datacenter-gpu-manager-4)" % (module.params["dcgmi_path"] or "dcgmi")
     else:
-        result = commands.run(argv, timeout)
-        out.update(exit_status=result.rc, seconds=round(result.seconds, 1))
-        if result.timed_out:
-            not_run = "it did not finish within %d s and was killed with its children" % timeout
-        else:
-            try:
-                parsed = dcgm.parse_dcgmi_diag("\n".join(t for t in (result.stdout, result.stderr) if t))
-            except ValueError as exc:
-                not_run = "%s (%s)" % (result.describe(), exc)
-            if parsed is not None and result.rc not in (0, None) and not parsed.get("tests"):
-                not_run = result.describe()
+        parsed, not_run, result = dcgmi_run.diagnose(dcgmi, argv[1:], timeout, module.params["dcgmi_path"] or "dcgmi")
+        if result is not None:
+            out.update(exit_status=result.rc, seconds=round(result.seconds, 1))
     out["diag"] = parsed
     out.update(dcgm_diag.verdict(parsed, level, not_run))
     module.exit_json(**out)

@@ -17,8 +17,8 @@ import os
 import time
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, rates
-from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, files, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm, gpu, nvlink
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
@@ -136,19 +136,9 @@ def _nvidia_smi_findings(host, problem, expected_gpu_count):
 def _dcgm_findings(host, opts, runner, unreadable):
     """DCGM's level-1 diagnostic (dcgmi diag -r 1), judged (judge/dcgm_diag.py). One that could not run makes the
     report incomplete: its warning says why, and such a report never puts a node back into service."""
-    dcgmi = runner.which(opts["dcgmi_path"] or "dcgmi")
-    level, parsed, not_run = opts["dcgm_level"], None, None
-    if not dcgmi:
-        not_run = "%s is not installed (DCGM: datacenter-gpu-manager-4)" % (opts["dcgmi_path"] or "dcgmi")
-    else:
-        result = runner.run([dcgmi, "diag", "-r", str(level)])
-        if result.timed_out:
-            not_run = result.describe()
-        else:
-            try:
-                parsed = dcgm.parse_dcgmi_diag("\n".join(t for t in (result.stdout, result.stderr) if t))
-            except ValueError as exc:
-                not_run = "%s (%s)" % (result.describe(), exc)
+    level = opts["dcgm_level"]
+    parsed, not_run, dummy = dcgmi.diagnose(runner.which(opts["dcgmi_path"] or "dcgmi"), ["diag", "-r", str(level)],
+                                            runner.timeout, opts["dcgmi_path"] or "dcgmi", run=runner.run)
     judged = dcgm_diag.verdict(parsed, level, not_run, host=host)
     if judged["status"] == "not run":
         unreadable.append("dcgmi diag -r %d: %s" % (level, judged["reason"]))

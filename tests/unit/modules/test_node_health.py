@@ -176,6 +176,6 @@ def test_dcgm_level_1_in_the_health_check(node, tmp_path):
     assert (passing["healthy"], passing["findings"], passing["observed"]["dcgm"]["status"]) == (True, [], "pass")
     hung = _run(node, dcgmi_path=_dcgmi(tmp_path, None), command_timeout=2, **base)
     assert [f["check"] for f in hung["findings"]] == ["dcgm_diag_not_run"] and hung["complete"] is False
-    assert hung["unreadable"][0].startswith("dcgmi diag -r 1: ") and "did not answer within 2 s" in hung["unreadable"][0]
+    assert hung["unreadable"][0].startswith("dcgmi diag -r 1: ") and "did not finish within 2 s and was killed" in hung["unreadable"][0]
     refused = _run(node, dcgm_level=2)
     assert refused["failed"] is True and refused["msg"].startswith("dcgm_level must be 1 or unset")
