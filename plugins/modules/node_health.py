@@ -184,7 +184,9 @@ unreadable:
   elements: str
   sample: ["kernel log: journalctl -k -b did not answer within 30 s; dmesg -T exited 1: dmesg: read kernel buffer failed: Operation not permitted"]
 observed:
-  description: What was read - gpu_count, rdma_devices, xid_events, port counters, kernel_log_source, and dcgm (status, level, failures, reason) where O(dcgm_level) is set.
+  description:
+    - What was read - gpu_count, rdma_devices, xid_events, port counters, kernel_log_source, and dcgm (status, level,
+      failures, reason) where O(dcgm_level) is set.
   returned: always
   type: dict
 """

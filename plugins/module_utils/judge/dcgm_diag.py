@@ -82,8 +82,8 @@ def verdict(parsed, level, not_run=None, host=None):
             out["status"] = "fail"
         elif overall is None or not parsed.get("complete"):
             said = "; ".join(parsed.get("errors") or [])
-            out.update(status="not run", reason=said or ("the output was cut before its table closed" if tests
-                                                        else "no test result in the output"))
+            cut = "the output was cut before its table closed" if tests else "no test result in the output"
+            out.update(status="not run", reason=said or cut)
         elif overall == "skip":
             out.update(status="not run", reason="every test was skipped: nothing was tested")
         else:
@@ -125,9 +125,9 @@ def summary_markdown(records, replayed_from=None):
     for record in records:
         failed = ", ".join("%s on %s" % (f.get("test"), "the node" if f.get("gpu") is None else "GPU %s" % f.get("gpu"))
                            for f in record.get("failures") or [])
-        lines.append("| %s | %s | %s | %s | %s |" % (record.get("host"), record.get("status"),
-                                                    record.get("dcgm_version") or "-", failed or "-",
-                                                    ", ".join(record.get("skipped") or []) or "-"))
+        cells = (record.get("host"), record.get("status"), record.get("dcgm_version") or "-", failed or "-",
+                 ", ".join(record.get("skipped") or []) or "-")
+        lines.append("| %s | %s | %s | %s | %s |" % cells)
     failures = [(r.get("host"), f) for r in records for f in r.get("failures") or []]
     if failures:
         lines += ["", "## What DCGM said", ""]

@@ -31,8 +31,8 @@ def _test(parsed, name):
     ("dcgm4_r3_skip_gb10_cut_top.txt", "4.4.2", "580.95.05", 1, "pass", 8, True),
     ("dcgm2_r4_pass_blacklist_gcm.txt", None, None, None, "pass", 18, True),
 ])
-def test_every_table_layout_gives_the_version_and_the_verdict(read_fixture, name, version, driver, gpus, overall,
-                                                             tests, complete):
+def test_every_table_layout_gives_the_version_and_the_verdict(read_fixture, name, version, driver, gpus, overall, tests,
+                                                              complete):
     parsed = _parse(read_fixture, name)
     assert (parsed["format"], parsed["dcgm_version"], parsed["driver_version"], parsed["gpu_count"]) == (
         "text", version, driver, gpus)
