@@ -79,7 +79,10 @@ def test_a_hung_dcgmi_is_killed_and_its_node_is_not_run_not_failed(tmp_path):
     assert 'gpufabric_dcgm_diag_not_run{cluster="gpufabric",level="1",node="n2"} 1' in _report(tmp_path, "gpufabric_dcgm_diag.prom")
 
 
-def test_check_mode_runs_nothing_and_says_so(tmp_path):
-    rc, out = play(tmp_path, {"n1": "dcgm3_r2_pass_p4de_awsome.txt"}, check=True)
-    assert rc != 0 and "n1: not run: check mode: the diagnostic stresses the GPUs" in out, out[-3000:]
+def test_check_mode_runs_nothing_shows_the_plan_and_goes_on(tmp_path):
+    rc, out = play(tmp_path, {"n1": "dcgm3_r2_pass_p4de_awsome.txt"}, "-e", "dcgm_diag_level=2", check=True)
+    assert rc == 0 and "check mode: would run dcgmi diag -r 2 on n1, each killed after 1200 s; nothing ran" in out, out[-3000:]
     assert not (tmp_path / "calls.log").exists()
+    record = json.loads(_report(tmp_path, "dcgm.json"))[0]
+    assert (record["status"], record["reason"]) == (
+        "not run", "check mode: the diagnostic stresses the GPUs, so it runs only for real")
