@@ -21,6 +21,7 @@ import re
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 
 RESULTS = ("pass", "fail", "warn", "skip")
+_WEIGHT = {"fail": 3, "warn": 2, "pass": 1, "skip": 0}   # a test's rows (Pass - GPUs: 0, 2 / Fail - GPU: 1): the worst
 _SECTION_RE = re.compile(r"^[|+]-{3,}\s+([A-Za-z][A-Za-z0-9 /&-]{0,40}?)\s+-+[+|]")
 _RESULT_RE = re.compile(r"^(pass|fail|warn|warning|skip)(?:\s*-\s*(all|gpus?:\s*([0-9, ]{1,400})))?\s*$", re.I)
 _GPU_ROW_RE = re.compile(r"^GPU\s?([0-9]{1,3}):\s*(pass|fail|warn|warning|skip)\b\s*(.*)$", re.I)
@@ -58,8 +59,8 @@ def _apply_result(test, value):
         return False
     word = _word(match.group(1))
     scope = (match.group(2) or "").lower()
-    if test["result"] is None or RESULTS.index(word) < RESULTS.index(test["result"]) or word == "fail":
-        test["result"] = word if test["result"] != "fail" else "fail"
+    if test["result"] is None or _WEIGHT[word] > _WEIGHT[test["result"]]:   # the worst of its rows
+        test["result"] = word
     if scope == "all":
         test["gpus"]["all"] = {"result": word}
     elif scope:

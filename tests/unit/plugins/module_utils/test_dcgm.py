@@ -124,3 +124,18 @@ def test_text_that_is_no_diagnostic_is_refused_by_name():
     with pytest.raises(AnsibleFilterError, match="parse_dcgmi_diag"):
         parse_filter(42)
     assert parse_filter({"stdout": "Error: Host engine connection invalid/disconnected."})["overall"] is None
+
+
+def test_a_test_is_as_bad_as_its_worst_row():
+    """Constructed in the real 3.x layout (no public output shows a Warn row under a Pass): the test takes the worst."""
+    table = ("+---------------------------+------------------------------------------------+\n"
+             "| Diagnostic                | Result                                         |\n"
+             "|-----  Stress  ------------+------------------------------------------------|\n"
+             "| Targeted Power            | Pass - GPUs: 0, 2                              |\n"
+             "|                           | Warn - GPU: 1                                  |\n"
+             "| EUD Test                  | Skip - GPU: 0                                  |\n"
+             "|                           | Pass - GPUs: 1, 2                              |\n"
+             "+---------------------------+------------------------------------------------+\n")
+    parsed = dcgm.parse_dcgmi_diag(table)
+    assert [(t["name"], t["result"]) for t in parsed["tests"]] == [("Targeted Power", "warn"), ("EUD Test", "pass")]
+    assert parsed["overall"] == "warn"
