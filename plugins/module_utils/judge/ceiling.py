@@ -226,12 +226,19 @@ def ceiling(collective, nodes, gpus_per_node, ib_hca=None):
     return {"busbw": round(network, 1), "link": "network", "bound": text}
 
 
+def share(expected, fraction=None, default=None):
+    """The share of a ceiling a run must reach: ``fraction`` where one is given, else FRACTION by the link that bounds
+    ``expected``, else ``default`` (a ceiling that names no link)."""
+    if fraction is not None:
+        return fraction
+    return FRACTION.get(expected.get("link"), default) if expected.get("link") else default
+
+
 def floor(expected, fraction=None):
     """The busbw a run must reach: ``expected`` (a ceiling) with its ``fraction`` (None: by the bounding link) and
     ``floor`` (None where no ceiling is known or the fraction is 0)."""
     out = dict(expected)
-    if fraction is None:
-        fraction = FRACTION.get(expected.get("link")) if expected.get("link") else None
+    fraction = share(expected, fraction)
     out["fraction"] = fraction
     out["floor"] = round(expected["busbw"] * fraction, 1) if expected.get("busbw") is not None and fraction else None
     return out
@@ -246,8 +253,7 @@ def judge(size, busbw, expected, fraction=None):
     if isinstance(busbw, float) and (math.isnan(busbw) or math.isinf(busbw)):
         return None, None, None
     ratio = busbw / expected["busbw"]
-    if fraction is None:
-        fraction = FRACTION.get(expected.get("link"), FRACTION["nvlink"])
+    fraction = share(expected, fraction, FRACTION["nvlink"])
     if size < MIN_SIZE:
         return None, ("the largest size, %d bytes, is below %d MiB, where latency and not bandwidth sets busbw: not "
                       "judged against what the hardware carries (%g GB/s)" % (size, MIN_SIZE // MIB, expected["busbw"])), ratio

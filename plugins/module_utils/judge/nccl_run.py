@@ -143,6 +143,7 @@ def verdict(run, parse=nccl_tests.parse):
         out["nccl_tests_passed"] = bool(parsed.get("passed"))
         out["notes"] = notes(parsed)
         out["implausible"] = implausible(parsed)
+    asked = asked_ranks(run.get("command") or "")   # read once: the condition and the message below
     if run.get("rc") not in (0, None):
         said = [line.strip() for line in (run.get("stderr") or "").splitlines() if line.strip()]
         out["error"] = "exited %s%s" % (run.get("rc"), ": " + said[-1][:200] if said else "")
@@ -154,10 +155,10 @@ def verdict(run, parse=nccl_tests.parse):
         out["error"] = "nccl-tests reported wrong results or stopped early"
     elif out["implausible"] and parsed.get("separate_runs"):
         out["error"] = out["implausible"][0]
-    elif rows and out["ranks"] and (asked_ranks(run.get("command") or "") or 0) > out["ranks"]:
+    elif rows and out["ranks"] and (asked or 0) > out["ranks"]:
         out["error"] = ("the command asked for %s ranks and the output shows %s: ranks that never joined the run "
                         "measured nothing (an nccl-tests built without MPI=1 runs each process alone)"
-                        % (asked_ranks(run["command"]), out["ranks"]))
+                        % (asked, out["ranks"]))
         out["implausible"].append(out["error"])
     if rows and out["error"] is None:
         out["size"], out["busbw"] = largest

@@ -258,7 +258,7 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
 
 
 def _expected_cell(run):
-    """'478.1 (72 %)': what the hardware carries and the run's share of it; '-' where none is derived."""
+    """'450 (77 %)': what the hardware carries and the run's share of it; None (a '-' cell) where none is derived."""
     expected = run.get("expected") or {}
     if expected.get("busbw") is None:
         return None
@@ -266,7 +266,7 @@ def _expected_cell(run):
 
 
 def expected_lines(judged):
-    """'<run>: the hardware carries 478.1 GB/s (bound by ...); measured 346.3 = 72 %' per run with an expectation."""
+    """'<run>: the hardware carries 450 GB/s (bound by ...); measured 348.46 ... = 77 %' per run with an expectation."""
     lines = []
     for run in judged:
         expected = run.get("expected")
@@ -444,9 +444,7 @@ def _judge_hardware(run, expected, fraction):
     """Sets run['expected'] (and 'expected_busbw', for the metrics and the chart) and adds the failure or note."""
     size, value = nccl_run.figure(run)
     failure, note, ratio = ceiling.judge(size, value, expected, fraction)
-    if fraction is None and expected.get("link"):
-        fraction = ceiling.FRACTION.get(expected["link"])
-    run["expected"] = dict(expected, source="hardware", fraction=fraction,
+    run["expected"] = dict(expected, source="hardware", fraction=ceiling.share(expected, fraction),
                            ratio=None if ratio is None else round(ratio, 3), failure=failure)
     if expected.get("busbw") is not None:
         run["expected_busbw"] = expected["busbw"]
