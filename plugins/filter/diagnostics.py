@@ -12,12 +12,13 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_d
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     Mapping, expect, expect_list_of_mappings, fail, filters)
 
-_RECORD_KEYS = ("level", "status", "failures", "skipped", "reason", "findings", "command", "seconds", "exit_status")
+_RECORD_KEYS = ("level", "status", "failures", "skipped", "reason", "findings", "command", "timeout", "seconds",
+                "exit_status")
 
 
 def dcgm_diag_records(results):
     """{host: what the dcgm_diag module returned there} -> [{host, level, status, failures, skipped, reason, findings,
-    command, seconds, dcgm_version}], by host. A host whose task did not return a verdict (unreachable, the task
+    command, timeout, seconds, exit_status, dcgm_version}], by host. A host whose task did not return a verdict (unreachable, the task
     itself failed) is 'not run', saying so: never left out, never a pass."""
     expect("dcgm_diag_records", results, (Mapping,), "a mapping of host to the dcgm_diag module's result")
     records = []

@@ -107,6 +107,10 @@ exit_status:
   description: dcgmi's exit status (null when it did not run or was killed); a failing test exits non-zero too.
   returned: always
   type: int
+timeout:
+  description: The time limit the run had (seconds), the level's unless O(timeout) set one.
+  returned: always
+  type: int
 seconds:
   description: How long it ran.
   returned: always
@@ -168,7 +172,8 @@ def main():
     dcgmi = commands.Runner().which(module.params["dcgmi_path"] or "dcgmi")
     argv = command(module, dcgmi or module.params["dcgmi_path"] or "dcgmi", level)
     # exit_status, not rc: Ansible fails a task whose rc is not 0, and a run that did not end has none
-    out = {"changed": False, "level": level, "command": argv, "exit_status": None, "seconds": 0.0, "diag": None}
+    out = {"changed": False, "level": level, "command": argv, "timeout": timeout, "exit_status": None, "seconds": 0.0,
+           "diag": None}
     parsed, not_run = None, None
     if module.check_mode:
         not_run = "check mode: the diagnostic stresses the GPUs, so it runs only for real"
