@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over the DCGM diagnostics the dcgm_diag role ran (thin wrappers over module_utils/judge/dcgm_diag.py)."""
+"""Filters over the DCGM diagnostics the dcgm_diag role ran (thin wrappers over module_utils/judge/dcgm_diag.py) and
+the return-to-service certificate made of them (module_utils/fleet/certificate.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     Mapping, expect, expect_list_of_mappings, fail, filters)
@@ -18,14 +20,15 @@ _RECORD_KEYS = ("level", "status", "failures", "skipped", "reason", "findings", 
 
 def dcgm_diag_records(results):
     """{host: what the dcgm_diag module returned there} -> [{host, level, status, failures, skipped, reason, findings,
-    command, timeout, seconds, exit_status, dcgm_version}], by host. A host whose task did not return a verdict (unreachable, the task
+    command, timeout, seconds, exit_status, dcgm_version, driver_version}], by host. A host whose task did not return a verdict (unreachable, the task
     itself failed) is 'not run', saying so: never left out, never a pass."""
     expect("dcgm_diag_records", results, (Mapping,), "a mapping of host to the dcgm_diag module's result")
     records = []
     for host in sorted(results):
         result = results[host] if isinstance(results[host], Mapping) else {}
         record = dict((key, result.get(key)) for key in _RECORD_KEYS)
-        record.update(host=str(host), dcgm_version=(result.get("diag") or {}).get("dcgm_version"))
+        diag = result.get("diag") or {}
+        record.update(host=str(host), dcgm_version=diag.get("dcgm_version"), driver_version=diag.get("driver_version"))
         if record["status"] not in dcgm_diag.STATUSES:
             record.update(status="not run", failures=[], skipped=[], reason=result.get("msg") or "the task gave no result",
                           findings=[])
@@ -45,6 +48,24 @@ def dcgm_diag_summary(records, replayed_from=None, output="markdown"):
     return dcgm_diag.summary_markdown([dict(r) for r in records], note)
 
 
+def return_certificate(dcgm=None, nccl=None, pairwise=None, peer=None, measured_at=None):
+    """One node's active checks since its drain -> the return-to-service certificate the remediate module records:
+    ``dcgm`` its dcgm_diag record (dcgm_diag_records' entry), ``nccl`` its judged single-node nccl-tests runs,
+    ``pairwise`` the judged runs with a healthy ``peer``; a check given none is left out, and then does not certify."""
+    if dcgm is not None:
+        expect("return_certificate", dcgm, (Mapping,), "the node's dcgm_diag record")
+    for name, runs in (("nccl", nccl), ("pairwise", pairwise)):
+        if runs is not None:
+            expect_list_of_mappings("return_certificate", runs, "%s: the judged nccl-tests runs" % name)
+    if peer is not None:
+        text.check_line("peer", peer)
+    if measured_at is not None and (isinstance(measured_at, bool) or not isinstance(measured_at, (int, float))):
+        fail("return_certificate", "measured_at must be epoch seconds, got %r" % (measured_at,))
+    return certificate.from_results(dcgm and dict(dcgm), nccl and [dict(r) for r in nccl],
+                                    pairwise and [dict(r) for r in pairwise], peer, measured_at)
+
+
 class FilterModule(object):
     def filters(self):
-        return filters({"dcgm_diag_summary": dcgm_diag_summary, "dcgm_diag_records": dcgm_diag_records})
+        return filters({"dcgm_diag_summary": dcgm_diag_summary, "dcgm_diag_records": dcgm_diag_records,
+                        "return_certificate": return_certificate})

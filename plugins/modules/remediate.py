@@ -52,6 +52,18 @@ options:
     type: list
     elements: dict
     default: []
+  certificates:
+    description:
+      - Return-to-service certificates, the node's name in the scheduler to what the active check it ran after the
+        drain found - C(checks) (each C(name) V(dcgm), V(nccl) or V(pairwise), C(status) V(pass), V(fail), V(warn) or
+        V(not run), and C(level), C(busbw), C(expected), C(size), C(peer), C(detail)), C(versions) and C(measured_at).
+        The playbook P(gpufabric.rdma.remediate#playbook) makes them from the filter
+        P(gpufabric.rdma.return_certificate#filter).
+      - The decider stamps each with the scheduler's clock and keeps it in the node's ledger record; a node gpufabric
+        did not drain ignores it. With C(certification.required) (the default) a node is resumed only on a
+        certificate younger than C(certification.max_age) in which every check of C(certification.checks) passed.
+    type: dict
+    default: {}
   state_dir:
     description: The decider's directory (ledger, outbox, lock); created, and owned, when missing.
     type: path
@@ -80,10 +92,21 @@ decisions:
   description:
     - One per reported node - C(node), C(action) (C(drain), C(resume), C(none)), C(held) (a limit or the circuit
       breaker stopped it), C(why), C(reason) (the drain reason), C(findings), C(escalated), C(shadow), C(policy),
-      C(done) (carried out), C(error) (why it could not be), C(out_of_service), C(text) (one line for a person).
+      C(done) (carried out), C(error) (why it could not be), C(out_of_service), C(text) (one line for a person),
+      C(certify) (it stays drained only for want of a certificate - the node the active check must run on), and for a
+      resume C(certificate) (what certified it) and C(mttr) (seconds from its drain to this resume).
   returned: always
   type: list
   elements: dict
+certify:
+  description: The nodes whose decision says C(certify), sorted - what remediate.yml runs the active check on.
+  returned: always
+  type: list
+  elements: str
+certificates:
+  description: What became of each given certificate - C(recorded), or why it was ignored.
+  returned: when the scheduler could be read
+  type: dict
 breaker:
   description: The circuit breaker - C(open) (partitions where nothing is done), C(opened), C(closed), C(shares).
   returned: always
@@ -100,7 +123,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import ownership
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import statefile
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider, decider_settings, delivery, protocol, remediation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (
+    certificate, decider, decider_settings, delivery, protocol, remediation)
 
 
 def main():
@@ -111,6 +135,7 @@ def main():
             cluster=dict(type="str", default="gpufabric"),
             webhooks=dict(type="list", elements="dict", default=[], no_log=True),
             state_dir=dict(type="path", default="/var/lib/gpufabric-remediator"),
+            certificates=dict(type="dict", default={}),
             name=dict(type="str"),
             command_timeout=dict(type="int", default=30),
         ),
@@ -136,6 +161,14 @@ def main():
                 "unreadable": list(result.get("unreadable") or []), "source": "awx"})
         except ValueError as exc:
             module.fail_json(msg=str(exc))
+    certificates = {}
+    for node, cert in sorted((params["certificates"] or {}).items()):
+        try:
+            if not protocol.plain_name(node):
+                raise ValueError("certificates: %r is not a node name" % (node,))
+            certificates[node] = certificate.check_certificate(cert, node)
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
 
     owner = statefile.owner_of(config["state_dir"])
     if owner is None:
@@ -150,7 +183,8 @@ def main():
                          % (config["state_dir"], "its marker names %s" % owner if owner else "no %s marker" % ownership.MARKER))
 
     lines = []
-    result = decider.decide(reports, config, time.time, lines.append, act=not module.check_mode)
+    result = decider.decide(reports, config, time.time, lines.append, act=not module.check_mode,
+                            certificates=certificates)
     scheduler = "slurm" if config["remediation"]["slurm"]["enabled"] else "kubernetes"
     for decision in result["decisions"]:
         decision["text"] = remediation.decision_text(scheduler, decision)
@@ -161,7 +195,8 @@ def main():
     acted = [d for d in result["decisions"] if d["action"] in ("drain", "resume") and not d["shadow"]]
     failed = [d for d in acted if d.get("error")]
     out = dict(changed=bool([d for d in acted if d.get("done") or module.check_mode]), decisions=result["decisions"],
-               breaker=result["breaker"], log=lines)
+               breaker=result["breaker"], log=lines, certificates=result.get("certificates") or {},
+               certify=sorted(d["node"] for d in result["decisions"] if d.get("certify")))
     if module._diff:
         out["diff"] = {"before": "", "after": "".join("%s\n" % d["text"] for d in acted)}
     if not module.check_mode and config["webhooks"]:

@@ -202,8 +202,9 @@ def _queue(state, config, told, now, log):
             log("outbox full: %d old message(s) dropped to keep %d per webhook" % (dropped, outbox.MAX_PENDING))
 
 
-def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
-    """Decide (and with ``act``, carry out) for a batch of reports {node: report}.
+def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60, certificates=None):
+    """Decide (and with ``act``, carry out) for a batch of reports {node: report}; ``certificates`` {node: checked
+    certificate} are active checks made since the drain (remediate.yml), recorded before the plan reads them.
 
     Returns {"decisions": [...], "breaker": {...}, "error": None or why nothing was done, "warning": ...}.
     ``act=False`` (check mode) reads the scheduler and the ledger, plans, and changes nothing anywhere.
@@ -235,7 +236,7 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60):
                 if rebuilt["drains_in_effect"]:
                     told.append(_rebuilt_message(config, rebuilt, scheduler.kind))
                 state.pop("rebuild")
-            result = remediation.plan(reports, fleet, ledger, settings, now, decider_name)
+            result = remediation.plan(reports, fleet, ledger, settings, now, decider_name, certificates)
             if not act:
                 out_of_service(result, fleet)
                 return dict(result, error=None, warning=warning, now=now)

@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import is_ours
 
 # The per-node ledger on Kubernetes (the API server holds it, so a one-shot AWX run sees it too).
@@ -68,6 +69,8 @@ def check_record(record, name="node"):
                                     or not all(isinstance(f, str) for f in entry.get("findings", []))
                                     or not isinstance(entry.get("reason", ""), (str, type(None)))):
                 raise ValueError("%s: a drain needs findings (texts) and a reason" % name)
+    if record.get("certificate") is not None:
+        certificate.check_stored(record["certificate"], name)
     if not _number_or_none(record.get("unhealthy_at")) or not isinstance(record.get("held"), (str, type(None))):
         raise ValueError("%s: unhealthy_at must be a time and held a text" % name)
     return record

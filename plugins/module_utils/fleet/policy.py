@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The decider's policy and configuration, checked: the rules that map each finding (check, severity) to
 ``drain``, ``notify`` or ``none``, the limits (rate limit, circuit breaker, escalation), the decider's settings
-(mode, the scheduler it acts on); and the marks of gpufabric's drains: the drain reason it writes (``gpufabric:
+(mode, the certificate a resume needs, the scheduler it acts on); and the marks of gpufabric's drains: the drain reason it writes (``gpufabric:
 <check> <target> ...``), what such a reason says back, and the taint and annotation it sets on a Kubernetes Node.
 
 Pure functions, standard library only; remediation.py decides with them, ledger.py recognises our drains by them.
@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
 
 ACTIONS = ("notify", "drain", "none")
 MODES = ("shadow", "enforce")
@@ -190,7 +191,7 @@ def findings_from_reason(reason):
 
 CONFIG_DEFAULTS = {
     "mode": "shadow", "policy": [], "policy_name": None, "rate_limit": {}, "circuit_breaker": {},
-    "escalation": {},
+    "escalation": {}, "certification": {},
     "slurm": {"enabled": False, "scontrol": "scontrol", "sinfo": "sinfo", "sdiag": "sdiag"},
     "kubernetes": {"enabled": False, "kubectl": "kubectl", "kubeconfig": None},
 }
@@ -217,6 +218,10 @@ def check_config(config):
     merged = {"policy": check_policy(config.get("policy")), "rate_limit": check_limits(config.get("rate_limit")),
               "circuit_breaker": check_breaker(config.get("circuit_breaker")),
               "escalation": check_escalation(config.get("escalation"))}
+    try:
+        merged["certification"] = certificate.check_settings(config.get("certification"))
+    except certificate.CertificateError as exc:
+        raise PolicyError(str(exc))
     mode = config.get("mode", "shadow")
     if mode not in MODES:
         raise PolicyError("remediation mode must be shadow (decide and report, act on nothing) or enforce, got %r" % (mode,))

@@ -25,7 +25,11 @@ Governance, in the order it is applied:
   ``escalation.days`` days is drained as ESCALATED and never resumed automatically;
 - **fail closed**: a resume needs a fresh, complete report (every source read; a report is decided
   the moment it arrives, never from memory) in which every finding recorded at the drain has cleared,
-  whatever the policy says now; a node an admin (or anyone but gpufabric) drained is never touched.
+  whatever the policy says now; a node an admin (or anyone but gpufabric) drained is never touched;
+- **certified**: and (``certification.required``, the default) a return-to-service certificate recorded after
+  the drain and younger than ``certification.max_age``, in which every active check the policy names passed
+  (certificate.py); a node that lacks one stays drained and its decision says ``certify``: the check to start.
+  A resume records the certificate and the time from drain to resume (``mttr``).
 
 The policy and the decider's configuration are checked in policy.py; the ledger (its checks, reconcile, confirmed,
 rebuild) is ledger.py's. Planning is O(N log N) in the number of nodes (counters per partition, one sort of the
@@ -38,6 +42,7 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import LEDGER_ANNOTATION, empty_ledger, reconcile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import (
     drain_findings, drain_reason, finding_key, findings_from_reason, is_escalated, is_ours)
@@ -85,7 +90,7 @@ def _severity_rank(findings):
     return sum(1 for f in findings if f.get("severity") == "critical")
 
 
-def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
+def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", certificates=None):
     """Decide for every reported node at once.
 
     reports: {node: report (check_report's shape)}: the nodes decided for this time (a batch), each
@@ -94,10 +99,13 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
              for every node of the scheduler: the limits are counted over all of them.
     ledger:  the decider's record (empty_ledger() the first time); not changed in place.
     settings: check_config's result.  now: the scheduler's clock, epoch seconds.
+    certificates: {node: certificate.check_certificate's result}: active checks made since the drain, recorded
+             (stamped ``now``) on the nodes gpufabric drained; any other node's is ignored (result "certificates").
 
     Returns {"decisions": [...], "ledger": the new ledger, "breaker": {open, opened, closed, shares},
-             "messages": [...]}. Each decision: {node, action: drain|resume|none, held (a limit or the
-    breaker stopped it), why, reason (for a drain), findings (keys), escalated, shadow, policy, via}.
+             "certificates": {node: "recorded" or why not}}. Each decision: {node, action: drain|resume|none, held (a limit or the
+    breaker stopped it), why, reason (for a drain), findings (keys), escalated, shadow, policy, via, certify (it
+    stays drained only for want of a certificate: the active check to start), and for a resume certificate, mttr}.
     """
     ledger = copy.deepcopy(ledger) if ledger else empty_ledger()
     reconcile(ledger, fleet)
@@ -137,6 +145,14 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
                 recent[part] = recent.get(part, 0) + 1
             if sick:
                 unhealthy[part] = unhealthy.get(part, 0) + 1
+    certify_cfg = settings["certification"]
+    taken = {}
+    for node, cert in sorted((certificates or {}).items()):
+        if node not in effective or not effective[node][1]:
+            taken[node] = "ignored: %s is not drained by gpufabric" % node
+            continue
+        _record(ledger, node)["certificate"] = certificate.record(cert, certify_cfg, now)
+        taken[node] = "recorded"
     rebuilt = ledger.get("rebuilt")
     resumes_from = rebuilt["resumes_from"] if rebuilt else now
     if rebuilt and now >= resumes_from:
@@ -164,7 +180,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
         causes = causes_of[node]
         decision = {"node": node, "action": "none", "held": False, "why": "", "reason": None, "escalated": False,
                     "findings": [finding_key(f) for f in causes], "shadow": shadow, "policy": policy,
-                    "via": report.get("source", "timer")}
+                    "via": report.get("source", "timer"), "certify": False}
         decisions.append(decision)
         entry = fleet.get(node)
         if entry is None:
@@ -240,6 +256,9 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
             recorded, known = findings_from_reason(reason)
             escalated = is_escalated(reason)
         present = set(finding_key(f) for f in report["findings"])
+        drain_at = current.get("at") if current is not None else entry.get("reason_time")
+        cert = (ledger["nodes"].get(node) or {}).get("certificate")
+        refused = certificate.refusal(cert, drain_at, now, certify_cfg) if certify_cfg["required"] else None
         if escalated:
             decision["why"] = "escalated (%s): it stays drained until a human resumes it" % reason
         elif not report["complete"]:
@@ -252,6 +271,8 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
         elif not known and any(f["severity"] in ("critical", "warning") for f in report["findings"]):
             decision["why"] = ("stays drained: the findings recorded at the drain are not all known (%s), so every "
                                "warning and critical finding must clear first" % reason)
+        elif refused:
+            decision.update(certify=True, why="%s: %s" % ("stays drained" if not shadow else "would stay drained", refused))
         else:
             tripped = [p for p in entry.get("partitions") or [NO_PARTITION] if p in open_parts]
             if tripped:
@@ -265,12 +286,20 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
                                 % (resumes_recent, interval, limits["max_resumes"]))
             else:
                 resumes_recent += 1
-                decision.update(action="resume", reason=reason, findings=recorded,
-                                why="a fresh, complete check: every finding recorded at the drain has cleared (%s)"
-                                % ", ".join(recorded[:3]) if recorded else "a fresh, complete check with no finding")
+                why = ("a fresh, complete check: every finding recorded at the drain has cleared (%s)"
+                       % ", ".join(recorded[:3]) if recorded else "a fresh, complete check with no finding")
                 rec = _record(ledger, node)
+                extra = {"shadow": True} if shadow else {}
+                if drain_at is not None:
+                    extra.update(drained_at=drain_at, mttr=max(0, now - drain_at))
+                if cert and certificate.refusal(cert, drain_at, now, certify_cfg) is None:
+                    extra["certificate"] = certificate.brief(cert)
+                    why += "; %s" % certificate.text(cert)
+                    rec.pop("certificate", None)   # one certificate, one resume
+                decision.update(action="resume", reason=reason, findings=recorded, why=why,
+                                **dict((k, extra[k]) for k in ("certificate", "mttr") if k in extra))
                 rec["resumes"] = (rec.get("resumes") or [])[-(HISTORY - 1):] + [dict(
-                    {"at": now, "by": decider, "via": decision["via"]}, **({"shadow": True} if shadow else {}))]
+                    {"at": now, "by": decider, "via": decision["via"]}, **extra)]
                 if current is not None and current.get("shadow"):
                     current["resumed"] = now
 
@@ -291,7 +320,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator"):
         if (not record["drains"] and not record["resumes"] and not record.get("held")
                 and (record.get("unhealthy_at") is None or now - record["unhealthy_at"] > window)):
             del ledger["nodes"][name]
-    return {"decisions": decisions, "ledger": ledger, "breaker": breaker}
+    return {"decisions": decisions, "ledger": ledger, "breaker": breaker, "certificates": taken}
 
 
 def summary(result):

@@ -28,6 +28,7 @@ def slurm(tmp_path, monkeypatch):
     monkeypatch.setenv("STUB_SLURM_CLOCK", "1795526184")
     settings = {"mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
                 "rate_limit": {"max_nodes": 1, "max_percent": 100}, "circuit_breaker": {"max_percent": 100},
+                "certification": {"required": False},   # test_certificates_gate_the_resume turns it on
                 "slurm": {"enabled": True, "sinfo": os.path.join(bindir, "sinfo"), "sdiag": os.path.join(bindir, "sdiag"),
                           "scontrol": os.path.join(bindir, "scontrol")}}
     return tmp_path, nodes, settings
@@ -78,6 +79,57 @@ def test_an_awx_drain_under_a_wider_policy_holds_while_its_finding_is_reported(s
     clean = protocol.check_report({"node": "n1", "findings": [], "complete": True})
     assert decider.decide({"n1": clean}, narrow, time.time, lines.append)["decisions"][0]["done"]
     assert json.loads(nodes.read_text())["n1"]["state"] == "IDLE"
+
+
+def _cert(dcgm="pass", level=2, nccl="pass"):
+    return {"checks": [{"name": "dcgm", "status": dcgm, "level": level, "detail": "" if dcgm == "pass" else "Memory failed"},
+                       {"name": "nccl", "status": nccl, "busbw": 361.2, "expected": 450.0, "size": 536870912}],
+            "versions": {"dcgm": "4.2.3", "driver": "570.124.06"}, "measured_at": 1795526100}
+
+
+def test_certificates_gate_the_resume_and_check_mode_names_the_nodes_to_certify(slurm):
+    tmp_path, nodes, settings = slurm
+    settings = dict(settings, certification={"dcgm_level": 2})
+    assert run_module(remediate, _args(tmp_path, settings, {"n1": _health([XID])}))["decisions"][0]["done"]
+    clean = {"n1": _health([])}
+    # Cleared, no certificate: stays drained, and check mode names n1 as the node to certify, changing nothing.
+    before = nodes.read_text()
+    planned = run_module(remediate, _args(tmp_path, settings, clean), check_mode=True)
+    assert planned["certify"] == ["n1"] and nodes.read_text() == before
+    assert planned["decisions"][0]["why"].startswith("stays drained: no return-to-service certificate: an active check "
+                                                     "(dcgm level 2, nccl) must pass after the drain")
+    # A failing certificate is recorded and refuses; a level too low refuses, naming the level.
+    failed = run_module(remediate, dict(_args(tmp_path, settings, clean), certificates={"n1": _cert(dcgm="fail")}))
+    assert failed["certificates"] == {"n1": "recorded"} and failed["certify"] == ["n1"]
+    assert "does not certify: dcgm fail: Memory failed" in failed["decisions"][0]["why"]
+    low = run_module(remediate, dict(_args(tmp_path, settings, clean), certificates={"n1": _cert(level=1)}))
+    assert "dcgm ran level 1, the policy asks for level 2" in low["decisions"][0]["why"]
+    assert "DRAIN" in json.loads(nodes.read_text())["n1"]["state"]
+    # A passing one resumes, once: the decision and the ledger name it, with the time from drain to resume.
+    good = run_module(remediate, dict(_args(tmp_path, settings, clean), certificates={"n1": _cert(), "n2": _cert()}))
+    decision = good["decisions"][0]
+    assert decision["done"] and json.loads(nodes.read_text())["n1"]["state"] == "IDLE", good
+    assert good["certificates"]["n2"] == "ignored: n2 is not drained by gpufabric"
+    assert "; certified " in decision["why"] and "dcgm level 2 pass, nccl pass 361.2 GB/s of 450 expected" in decision["why"]
+    assert decision["certificate"]["versions"] == {"dcgm": "4.2.3", "driver": "570.124.06"}
+    assert decision["mttr"] >= 0
+    ledger = json.loads((tmp_path / "decider" / "decider.json").read_text())["ledger"]
+    resume = ledger["nodes"]["n1"]["resumes"][-1]
+    assert resume["certificate"]["checks"][0] == "dcgm level 2 pass" and resume["mttr"] == decision["mttr"]
+    assert "certificate" not in ledger["nodes"]["n1"]
+
+
+@pytest.mark.parametrize("cert, message", [
+    ({"checks": []}, "certificate of n1: checks must be a list of 1 to 8 entries"),
+    ({"checks": [{"name": "memtest", "status": "pass"}]}, "certificate of n1: each check needs a name from dcgm, nccl"),
+    ({"checks": [{"name": "nccl", "status": "ok"}]}, "check nccl status must be one of pass, fail, warn, not run, got 'ok'"),
+    ({"checks": [{"name": "nccl", "status": "pass", "busbw": float("nan")}]}, "check nccl busbw must be a finite number"),
+])
+def test_a_bad_certificate_fails_naming_the_value_and_nothing_is_done(slurm, cert, message):
+    tmp_path, nodes, settings = slurm
+    result = run_module(remediate, dict(_args(tmp_path, settings, {"n1": _health([])}), certificates={"n1": cert}))
+    assert result["failed"] and message in result["msg"], result
+    assert not (tmp_path / "decider").exists()
 
 
 def test_a_node_without_a_report_is_not_decided_and_the_limit_is_shared(slurm):

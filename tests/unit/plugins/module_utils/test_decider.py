@@ -282,6 +282,7 @@ def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledge
             "cluster": "lab", "name": "decider@k8s", "state_dir": str(state_dir), "secret": SECRET, "remediation": {
                 "mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
                 "rate_limit": {"max_percent": 100}, "circuit_breaker": {"max_percent": 100},
+                "certification": {"required": False},
                 "kubernetes": {"enabled": True, "kubectl": os.path.join(STUBS, "fake_kubectl.py"),
                                "kubeconfig": str(tmp_path / "kubeconfig")}}})
         report = {"node": "n01", "findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0",

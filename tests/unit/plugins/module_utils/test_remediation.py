@@ -24,7 +24,9 @@ FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "
 def settings(**over):
     config = {"mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
               "rate_limit": {"max_nodes": 1, "max_percent": 50, "interval": 3600, "max_resumes": 5},
-              "circuit_breaker": {"max_percent": 100, "window": 300}, "slurm": {"enabled": True}}
+              "circuit_breaker": {"max_percent": 100, "window": 300}, "slurm": {"enabled": True},
+              # The certificate a resume needs is test_certificate's subject; here the passive check resumes.
+              "certification": {"required": False}}
     config.update(over)
     return check_config(config)
 

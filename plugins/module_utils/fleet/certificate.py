@@ -1,0 +1,253 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The return-to-service certificate: what an active check proved about a drained node, and whether the one decider
+may resume the node on it.
+
+A certificate is made after the drain by a check the decider asked for (``remediate.yml``: the nodes its plan
+names ``certify``), never by the node on itself, and handed to the decider, which stamps it with the scheduler's
+clock and keeps it in the node's ledger record. It holds one entry per check - ``dcgm`` (``dcgmi diag`` at a
+level), ``nccl`` (nccl-tests on the node's own GPUs, judged against its baseline or what its links carry),
+``pairwise`` (a short run with a healthy peer) - each ``pass``, ``fail``, ``warn`` or ``not run`` with its figures,
+and the versions the check ran with.
+
+A resume needs, besides the passive check's fresh and complete report: a certificate recorded after the drain,
+younger than ``max_age``, in which every check the policy names passed (a warning, a check not run or missing is not
+a pass) and DCGM ran at the policy's level or above. Unknown is not healthy: a node that cannot be checked stays
+drained, and the decision says which check is missing.
+
+Pure, standard library only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.messages import iso
+
+CHECKS = ("dcgm", "nccl", "pairwise")
+STATUSES = ("pass", "fail", "warn", "not run")
+DEFAULTS = {"required": True, "dcgm_level": 2, "checks": ["dcgm", "nccl"], "max_age": 21600}
+MAX_DETAIL = 300
+MAX_CHECK_ENTRIES = 8
+_FIGURES = ("busbw", "expected", "size")
+_TEXTS = ("detail", "peer")
+_VERSIONS = ("dcgm", "driver", "nccl", "cuda")
+
+
+class CertificateError(ValueError):
+    """A certificate or a certification setting that cannot be used; the message names the value."""
+
+
+def check_settings(given):
+    """The policy's ``certification`` section over DEFAULTS: {required, dcgm_level, checks, max_age}."""
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise CertificateError("remediation certification must be a mapping, got %r" % (given,))
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise CertificateError("remediation certification: unknown key(s) %s (known: %s)"
+                               % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
+    merged = dict(DEFAULTS)
+    merged.update(dict((k, v) for k, v in given.items() if v is not None))
+    if not isinstance(merged["required"], bool):
+        raise CertificateError("remediation certification required must be true or false, got %r" % (merged["required"],))
+    level = merged["dcgm_level"]
+    if isinstance(level, bool) or str(level).strip() not in ("1", "2", "3", "4"):
+        raise CertificateError("remediation certification dcgm_level must be 1, 2, 3 or 4, got %r" % (level,))
+    merged["dcgm_level"] = int(str(level).strip())
+    checks = merged["checks"]
+    if not isinstance(checks, list) or not checks or not all(c in CHECKS for c in checks) or len(set(checks)) != len(checks):
+        raise CertificateError("remediation certification checks must be a list of distinct names from %s, got %r"
+                               % (", ".join(CHECKS), checks))
+    age = merged["max_age"]
+    if isinstance(age, bool) or not isinstance(age, int) or not 60 <= age <= 30 * 86400:
+        raise CertificateError("remediation certification max_age must be whole seconds from 60 to 2592000, got %r" % (age,))
+    merged["checks"] = list(checks)
+    return merged
+
+
+def _finite(value, where):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value):
+        raise CertificateError("%s must be a finite number, got %r" % (where, value))
+    return value
+
+
+def check_certificate(cert, node):
+    """A certificate as remediate.yml hands it over, checked and cut to size: {checks: [...], versions: {...},
+    measured_at}. CertificateError names the node and the bad value."""
+    where = "certificate of %s" % node
+    if not isinstance(cert, dict):
+        raise CertificateError("%s must be a mapping, got %r" % (where, type(cert).__name__))
+    checks = cert.get("checks")
+    if not isinstance(checks, list) or not 0 < len(checks) <= MAX_CHECK_ENTRIES:
+        raise CertificateError("%s: checks must be a list of 1 to %d entries, got %r" % (where, MAX_CHECK_ENTRIES, checks))
+    out = []
+    for entry in checks:
+        if not isinstance(entry, dict) or entry.get("name") not in CHECKS:
+            raise CertificateError("%s: each check needs a name from %s, got %r" % (where, ", ".join(CHECKS), entry))
+        if entry.get("status") not in STATUSES:
+            raise CertificateError("%s: check %s status must be one of %s, got %r"
+                                   % (where, entry["name"], ", ".join(STATUSES), entry.get("status")))
+        kept = {"name": entry["name"], "status": entry["status"]}
+        level = entry.get("level")
+        if level is not None:
+            if isinstance(level, bool) or str(level).strip() not in ("1", "2", "3", "4"):
+                raise CertificateError("%s: check %s level must be 1 to 4, got %r" % (where, entry["name"], level))
+            kept["level"] = int(str(level).strip())
+        for key in _FIGURES:
+            value = _finite(entry.get(key), "%s: check %s %s" % (where, entry["name"], key))
+            if value is not None:
+                kept[key] = value
+        for key in _TEXTS:
+            if entry.get(key) not in (None, ""):
+                kept[key] = one_line(str(entry[key]), MAX_DETAIL)
+        out.append(kept)
+    versions = cert.get("versions") or {}
+    if not isinstance(versions, dict):
+        raise CertificateError("%s: versions must be a mapping, got %r" % (where, versions))
+    measured = _finite(cert.get("measured_at"), "%s: measured_at" % where)
+    return {"checks": out, "versions": dict((k, one_line(str(versions[k]), 80)) for k in _VERSIONS
+                                            if versions.get(k) not in (None, "")),
+            "measured_at": measured}
+
+
+def _check_text(entry):
+    text = "%s %s" % (entry["name"] + (" level %d" % entry["level"] if entry.get("level") else ""), entry["status"])
+    if entry.get("busbw") is not None:
+        text += " %.1f GB/s" % entry["busbw"]
+        if entry.get("expected"):
+            text += " of %.0f expected" % entry["expected"]
+    if entry.get("peer"):
+        text += " with %s" % entry["peer"]
+    return text
+
+
+def problems(cert, settings):
+    """What keeps a (checked) certificate from certifying under these settings: [] when nothing does."""
+    found = []
+    by_name = dict((e["name"], e) for e in cert.get("checks") or [])
+    for name in settings["checks"]:
+        entry = by_name.get(name)
+        if entry is None:
+            found.append("%s was not run" % name)
+        elif entry["status"] != "pass":
+            found.append("%s %s%s" % (name, entry["status"], ": %s" % entry["detail"] if entry.get("detail") else ""))
+        elif name == "dcgm" and (entry.get("level") or 0) < settings["dcgm_level"]:
+            found.append("dcgm ran level %s, the policy asks for level %d" % (entry.get("level"), settings["dcgm_level"]))
+    return found
+
+
+def record(cert, settings, now):
+    """The ledger's copy of a checked certificate: stamped with the scheduler's clock, judged once."""
+    said = problems(cert, settings)
+    return dict(cert, at=now, passed=not said, problems=said)
+
+
+def refusal(cert, drain_at, now, settings):
+    """Why this node may not be resumed on its certificate (None: it may).
+
+    ``drain_at``: when the drain in effect was made (None: unknown, then only the certificate's age counts)."""
+    if not cert:
+        return "no return-to-service certificate: an active check (%s) must pass after the drain" % describe_checks(settings)
+    at = cert.get("at")
+    if drain_at is not None and at < drain_at:
+        return "the certificate of %s is older than the drain (%s): a new check must pass" % (iso(at), iso(drain_at))
+    if now - at > settings["max_age"]:
+        return "the certificate of %s is %d s old, older than max_age %d s: a new check must pass" % (
+            iso(at), now - at, settings["max_age"])
+    said = problems(cert, settings)
+    if said:
+        return "the certificate of %s does not certify: %s" % (iso(at), "; ".join(said))
+    return None
+
+
+def describe_checks(settings):
+    return ", ".join("dcgm level %d" % settings["dcgm_level"] if c == "dcgm" else c for c in settings["checks"])
+
+
+def brief(cert):
+    """What the ledger's resume entry, the decision and the message keep of the certificate that resumed a node."""
+    return {"at": cert.get("at"), "checks": [_check_text(e) for e in cert.get("checks") or []],
+            "versions": dict(cert.get("versions") or {})}
+
+
+def text(cert):
+    """'certified 2026-11-27T08:00:00Z: dcgm level 2 pass, nccl pass 380.1 GB/s of 450 expected; DCGM 4.2.3'"""
+    versions = ", ".join("%s %s" % (k.upper() if k in ("dcgm", "nccl", "cuda") else k, v)
+                         for k, v in sorted((cert.get("versions") or {}).items()))
+    return "certified %s: %s%s" % (iso(cert.get("at")), ", ".join(_check_text(e) for e in cert.get("checks") or []),
+                                   "; %s" % versions if versions else "")
+
+
+def check_stored(cert, name):
+    """A certificate read back from the ledger (ValueError otherwise)."""
+    if not isinstance(cert, dict) or not isinstance(cert.get("checks"), list) or not isinstance(cert.get("passed"), bool):
+        raise ValueError("%s: the certificate must be {at, checks, passed, ...}" % name)
+    at = cert.get("at")
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or math.isnan(at) or abs(at) > 1e12:
+        raise ValueError("%s: the certificate needs a time 'at'" % name)
+    if not all(isinstance(e, dict) and e.get("name") in CHECKS and e.get("status") in STATUSES for e in cert["checks"]):
+        raise ValueError("%s: each certificate check needs a name and a status" % name)
+    return cert
+
+
+def _run_check(name, runs, peer=None):
+    """Judged nccl-tests runs (validation.judge's, of one node or one pair) -> one check entry."""
+    entry = {"name": name, "status": "not run", "detail": "no %s run" % name}
+    if peer:
+        entry["peer"] = peer
+    if not runs:
+        return entry, None
+    failed = [r for r in runs if not r.get("passed")]
+    missed = [r for r in failed if r.get("not_run") or not (r.get("figure") or {}).get("busbw")]
+    worst = min(runs, key=lambda r: (r.get("figure") or {}).get("busbw") or 0)
+    figure = worst.get("figure") or {}
+    if missed:
+        run = missed[0]
+        entry["detail"] = "%s: %s" % (run.get("label"), run.get("not_run") or "; ".join(run.get("failures") or []) or "no figure")
+    elif failed:
+        run = failed[0]
+        entry.update(status="fail", detail="%s: %s" % (run.get("label"), "; ".join(run.get("failures") or []) or "failed"))
+    else:
+        entry.update(status="pass", detail=worst.get("label"))
+    for key, value in (("busbw", figure.get("busbw")), ("size", figure.get("size")), ("expected", worst.get("expected_busbw"))):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value) and not math.isinf(value):
+            entry[key] = value
+    version = ((worst.get("result") or {}).get("nccl_version"))
+    return entry, version
+
+
+def from_results(dcgm=None, nccl=None, pairwise=None, peer=None, measured_at=None):
+    """What the active checks of one node found -> a certificate to hand the decider (check_certificate's shape).
+
+    dcgm: the node's dcgm_diag record (dcgm_diag_records' entry: status, level, failures, reason, dcgm_version,
+    driver_version); nccl: its judged single-node runs; pairwise: the judged runs with ``peer``. A check given None
+    is left out (a certificate that lacks a check the policy names does not certify)."""
+    checks, versions = [], {}
+    if dcgm is not None:
+        status = dcgm.get("status") if dcgm.get("status") in STATUSES else "not run"
+        failures = ["%s%s: %s" % (f.get("test"), "" if f.get("gpu") is None else " GPU %s" % f.get("gpu"), f.get("message"))
+                    for f in dcgm.get("failures") or []]
+        detail = "; ".join(failures) or dcgm.get("reason") or ""
+        entry = {"name": "dcgm", "status": status, "detail": detail}
+        if dcgm.get("level") is not None:
+            entry["level"] = dcgm["level"]
+        checks.append(entry)
+        for key, source in (("dcgm", "dcgm_version"), ("driver", "driver_version")):
+            if dcgm.get(source):
+                versions[key] = dcgm[source]
+    for name, runs, with_peer in (("nccl", nccl, None), ("pairwise", pairwise, peer)):
+        if runs is None:
+            continue
+        entry, version = _run_check(name, list(runs), with_peer)
+        checks.append(entry)
+        if version and "nccl" not in versions:
+            versions["nccl"] = version
+    return {"checks": checks, "versions": versions, "measured_at": measured_at}

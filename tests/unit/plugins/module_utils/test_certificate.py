@@ -1,0 +1,155 @@
+"""certificate.py with remediation.plan: a drained node returns to service only on an active check made after its drain,
+young enough, in which every check the policy names passed; the certificate is made from the real records the
+dcgm_diag role and validation's judge produce."""
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate as c
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import protocol
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation as r
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import check_ledger, empty_ledger
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import PolicyError, check_config
+from ansible_collections.gpufabric.rdma.plugins.filter.diagnostics import FilterModule
+from ansible.errors import AnsibleFilterError
+
+XID = {"check": "gpu_xid", "severity": "critical", "target": "n1/GPU 0000:18:00", "detail": "Xid 79", "fix_hint": "-"}
+NOW = 1795526184
+return_certificate = FilterModule().filters()["return_certificate"]
+DCGM_PASS = {"host": "n1", "status": "pass", "level": 2, "failures": [], "reason": None, "dcgm_version": "4.2.3",
+             "driver_version": "570.124.06"}
+DCGM_FAIL = dict(DCGM_PASS, status="fail", failures=[
+    {"test": "Memory", "gpu": 1, "message": "GPU 1: Memory test failed (page retirement pending)"}])
+RUN = {"label": "n1: all_reduce_perf -g 8", "host": "n1", "mode": "single", "passed": True, "failures": [],
+       "figure": {"size": 536870912, "busbw": 361.24}, "expected_busbw": 450.0, "result": {"nccl_version": "2.28.3"}}
+
+
+def settings(mode="enforce", **certification):
+    return check_config({"mode": mode, "policy": [{"severity": "critical", "action": "drain"}],
+                         "rate_limit": {"max_nodes": 1, "max_percent": 100, "interval": 3600, "max_resumes": 5},
+                         "circuit_breaker": {"max_percent": 100}, "slurm": {"enabled": True},
+                         "certification": certification})
+
+
+def report(findings=()):
+    return protocol.check_report({"node": "n1", "findings": list(findings), "complete": True, "unreadable": [],
+                                  "source": "awx"})
+
+
+def drained(settings_, at=NOW - 600):
+    """n1 drained by gpufabric for an Xid at ``at``, as a plan made it (a real drain in enforce mode)."""
+    result = r.plan({"n1": report([XID])}, {"n1": {"partitions": ["gpu"], "drained": False, "reason": None,
+                                                  "reason_time": None},
+                                           "n2": {"partitions": ["gpu"], "drained": False}}, empty_ledger(), settings_, at)
+    reason = result["decisions"][0]["reason"]
+    result["ledger"]["nodes"]["n1"]["drains"][-1].pop("pending", None)
+    fleet = {"n1": {"partitions": ["gpu"], "drained": True, "reason": reason, "reason_time": at},
+             "n2": {"partitions": ["gpu"], "drained": False}}
+    return result["ledger"], fleet
+
+
+def certify(dcgm=DCGM_PASS, nccl=(RUN,)):
+    return c.check_certificate(c.from_results(dcgm, list(nccl) if nccl is not None else None, measured_at=NOW), "n1")
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"dcgm_level": 5}, "certification dcgm_level must be 1, 2, 3 or 4, got 5"),
+    ({"checks": ["dcgm", "memtest"]}, "checks must be a list of distinct names from dcgm, nccl, pairwise"),
+    ({"checks": []}, "checks must be a list of distinct names"),
+    ({"max_age": 10}, "max_age must be whole seconds from 60 to 2592000, got 10"),
+    ({"required": "yes"}, "certification required must be true or false, got 'yes'"),
+    ({"level": 2}, "certification: unknown key(s) level (known: checks, dcgm_level, max_age, required)"),
+])
+def test_bad_certification_settings_are_refused_naming_the_value(given, message):
+    with pytest.raises(PolicyError) as err:
+        settings(**given)
+    assert message in str(err.value)
+
+
+def test_defaults_ask_for_dcgm_level_2_and_nccl_within_six_hours():
+    assert settings()["certification"] == {"required": True, "dcgm_level": 2, "checks": ["dcgm", "nccl"], "max_age": 21600}
+    assert settings(dcgm_level="3")["certification"]["dcgm_level"] == 3
+
+
+def test_a_cleared_node_stays_drained_until_a_passing_certificate_and_then_resumes_once():
+    s = settings()
+    ledger, fleet = drained(s)
+    first = r.plan({"n1": report()}, fleet, ledger, s, NOW)
+    decision = first["decisions"][0]
+    assert decision["action"] == "none" and decision["certify"] and not decision["held"]
+    assert decision["why"] == ("stays drained: no return-to-service certificate: an active check (dcgm level 2, nccl) "
+                               "must pass after the drain")
+    failing = r.plan({"n1": report()}, fleet, first["ledger"], s, NOW + 60, certificates={"n1": certify(DCGM_FAIL)})
+    assert failing["certificates"] == {"n1": "recorded"}
+    assert failing["decisions"][0]["action"] == "none" and failing["decisions"][0]["why"] == (
+        "stays drained: the certificate of 2026-11-24T13:17:24Z does not certify: dcgm fail: Memory GPU 1: GPU 1: "
+        "Memory test failed (page retirement pending)")
+    passing = r.plan({"n1": report()}, fleet, failing["ledger"], s, NOW + 120, certificates={"n1": certify()})
+    decision = passing["decisions"][0]
+    assert decision["action"] == "resume" and decision["mttr"] == 720
+    assert decision["why"] == ("a fresh, complete check with no finding; certified 2026-11-24T13:18:24Z: dcgm level 2 pass, "
+                               "nccl pass 361.2 GB/s of 450 expected; DCGM 4.2.3, driver 570.124.06, NCCL 2.28.3")
+    resume = passing["ledger"]["nodes"]["n1"]["resumes"][-1]
+    assert resume["drained_at"] == NOW - 600 and resume["certificate"]["at"] == NOW + 120
+    assert "certificate" not in passing["ledger"]["nodes"]["n1"]
+    check_ledger(failing["ledger"])   # a stored certificate reads back
+
+
+def test_a_certificate_older_than_the_drain_or_than_max_age_or_missing_a_check_does_not_certify():
+    s = settings(max_age=600)
+    ledger, fleet = drained(s, at=NOW)
+    ledger["nodes"]["n1"]["certificate"] = c.record(certify(), s["certification"], NOW - 30)
+    assert "is older than the drain (2026-11-24T13:16:24Z)" in r.plan({"n1": report()}, fleet, ledger, s, NOW + 5)[
+        "decisions"][0]["why"]
+    ledger["nodes"]["n1"]["certificate"] = c.record(certify(), s["certification"], NOW + 10)
+    old = r.plan({"n1": report()}, fleet, ledger, s, NOW + 700)
+    assert "is 690 s old, older than max_age 600 s: a new check must pass" in old["decisions"][0]["why"]
+    no_nccl = r.plan({"n1": report()}, fleet, ledger, s, NOW + 10, certificates={"n1": certify(nccl=None)})
+    assert no_nccl["decisions"][0]["why"].endswith("does not certify: nccl was not run")
+    warned = r.plan({"n1": report()}, fleet, ledger, s, NOW + 10,
+                    certificates={"n1": certify(dict(DCGM_PASS, status="warn", reason="Pcie warned"))})
+    assert warned["decisions"][0]["why"].endswith("does not certify: dcgm warn: Pcie warned")
+
+
+def test_a_finding_still_reported_is_said_before_the_certificate_and_other_nodes_ignore_theirs():
+    s = settings()
+    ledger, fleet = drained(s)
+    result = r.plan({"n1": report([XID]), "n2": report()}, fleet, ledger, s, NOW, certificates={"n2": certify()})
+    decision = r.plan({"n1": report([XID])}, fleet, ledger, s, NOW)["decisions"][0]
+    assert not decision["certify"] and decision["why"].startswith("already drained by gpufabric")
+    assert result["certificates"] == {"n2": "ignored: n2 is not drained by gpufabric"}
+
+
+def test_shadow_mode_says_it_would_stay_drained_and_changes_nothing():
+    s = settings(mode="shadow")
+    ledger, fleet = drained(s)
+    fleet["n1"].update(drained=False, reason=None)   # the shadow drain exists only in the ledger
+    ledger["nodes"]["n1"]["drains"][-1]["shadow"] = True
+    decision = r.plan({"n1": report()}, fleet, ledger, s, NOW)["decisions"][0]
+    assert decision["shadow"] and decision["certify"] and decision["why"].startswith(
+        "would stay drained: no return-to-service certificate")
+
+
+def test_without_required_the_passive_check_resumes_and_a_good_certificate_is_still_named():
+    s = settings(required=False)
+    ledger, fleet = drained(s)
+    assert r.plan({"n1": report()}, fleet, ledger, s, NOW)["decisions"][0]["action"] == "resume"
+    named = r.plan({"n1": report()}, fleet, ledger, s, NOW, certificates={"n1": certify()})["decisions"][0]
+    assert named["action"] == "resume" and "certified" in named["why"]
+
+
+def test_the_certificate_is_made_from_the_roles_records():
+    made = return_certificate(DCGM_PASS, [RUN, dict(RUN, label="n1: all_reduce_perf -b 8", figure={"size": 8, "busbw": 1.5},
+                                                    expected_busbw=None)], measured_at=NOW)
+    assert made["checks"] == [
+        {"name": "dcgm", "status": "pass", "detail": "", "level": 2},
+        {"name": "nccl", "status": "pass", "detail": "n1: all_reduce_perf -b 8", "busbw": 1.5, "size": 8}]
+    assert made["versions"] == {"dcgm": "4.2.3", "driver": "570.124.06", "nccl": "2.28.3"}
+    failed = c.from_results(None, [dict(RUN, passed=False, failures=["busbw 22.6 GB/s is 5 % of what the hardware carries"])])
+    assert failed["checks"] == [{"name": "nccl", "status": "fail", "busbw": 361.24, "size": 536870912, "expected": 450.0,
+                                 "detail": "n1: all_reduce_perf -g 8: busbw 22.6 GB/s is 5 % of what the hardware carries"}]
+    missed = c.from_results(None, [dict(RUN, passed=False, not_run="the command timed out", figure={})])
+    assert missed["checks"][0]["status"] == "not run" and "timed out" in missed["checks"][0]["detail"]
+    assert c.from_results(None, [])["checks"][0] == {"name": "nccl", "status": "not run", "detail": "no nccl run"}
+    with pytest.raises(AnsibleFilterError, match="return_certificate"):
+        return_certificate(DCGM_PASS, nccl="n1")
+    with pytest.raises(AnsibleFilterError, match="peer"):
+        return_certificate(DCGM_PASS, pairwise=[RUN], peer="n2\nDrain")
