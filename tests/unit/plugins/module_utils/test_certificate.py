@@ -85,7 +85,8 @@ def test_a_cleared_node_stays_drained_until_a_passing_certificate_and_then_resum
     passing = r.plan({"n1": report()}, fleet, failing["ledger"], s, NOW + 120, certificates={"n1": certify()})
     decision = passing["decisions"][0]
     assert decision["action"] == "resume" and decision["mttr"] == 720
-    assert decision["why"] == ("a fresh, complete check with no finding; certified 2026-11-24T13:18:24Z: dcgm level 2 pass, "
+    assert decision["why"] == ("a fresh, complete check: every finding recorded at the drain has cleared "
+                               "(gpu_xid|n1/GPU 0000:18:00); certified 2026-11-24T13:18:24Z: dcgm level 2 pass, "
                                "nccl pass 361.2 GB/s of 450 expected; DCGM 4.2.3, driver 570.124.06, NCCL 2.28.3")
     resume = passing["ledger"]["nodes"]["n1"]["resumes"][-1]
     assert resume["drained_at"] == NOW - 600 and resume["certificate"]["at"] == NOW + 120
