@@ -103,6 +103,10 @@ certify:
   returned: always
   type: list
   elements: str
+certify_checks:
+  description: The active check a certificate needs under this policy, for a person (C(dcgm level 2, nccl)).
+  returned: always
+  type: str
 certificates:
   description: What became of each given certificate - C(recorded), or why it was ignored.
   returned: when the scheduler could be read
@@ -196,7 +200,8 @@ def main():
     failed = [d for d in acted if d.get("error")]
     out = dict(changed=bool([d for d in acted if d.get("done") or module.check_mode]), decisions=result["decisions"],
                breaker=result["breaker"], log=lines, certificates=result.get("certificates") or {},
-               certify=sorted(d["node"] for d in result["decisions"] if d.get("certify")))
+               certify=sorted(d["node"] for d in result["decisions"] if d.get("certify")),
+               certify_checks=certificate.describe_checks(config["remediation"]["certification"]))
     if module._diff:
         out["diff"] = {"before": "", "after": "".join("%s\n" % d["text"] for d in acted)}
     if not module.check_mode and config["webhooks"]:

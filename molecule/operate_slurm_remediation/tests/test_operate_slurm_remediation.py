@@ -270,6 +270,65 @@ def test_an_awx_drain_holds_while_its_fault_is_present_under_the_deciders_narrow
     assert "resumed %s" % NODES[0] in healthcheck(NODES[0])
 
 
+DCGM_FIXTURES = os.path.join(SCENARIO, "..", "..", "tests", "unit", "fixtures", "dcgm")
+CERTIFY = {"required": True, "dcgm_level": 2, "checks": ["dcgm", "nccl"], "max_age": 3600}
+# The return-to-service check's tools are stand-ins replaying real captures (tests/lab); say so in every report.
+CERTIFY_VARS = ["-e", json.dumps({"nccl_tests_bin_dir": "/opt/nccl-tests-standin", "nccl_tests_gpus_per_node": 8,
+                                  "gpufabric_replayed_from": "stand-ins replaying public DCGM and nccl-tests captures"})]
+
+
+def replay_dcgm(name, fixture, status=0):
+    """What the dcgmi stand-in on ``name`` prints next (a real capture) and exits with; fixture None: no dcgmi."""
+    node = node_host(name)
+    if fixture is None:
+        node.check_output("mv -f /usr/local/bin/dcgmi /usr/local/bin/capture/dcgmi.off")
+        return
+    with open(os.path.join(DCGM_FIXTURES, fixture), "rb") as handle:
+        data = base64.b64encode(handle.read()).decode()
+    node.check_output("test -e /usr/local/bin/dcgmi || mv /usr/local/bin/capture/dcgmi.off /usr/local/bin/dcgmi; "
+                      "echo %s | base64 -d > /usr/local/bin/capture/dcgm.txt && echo %s > /usr/local/bin/capture/dcgm.rc",
+                      data, str(status))
+
+
+def test_a_drained_node_returns_only_on_a_certificate_its_active_check_earned(host):
+    # The decider needs a certificate (DCGM level 2, nccl-tests on the node's GPUs); the node drains for an Xid 79.
+    set_decider(host, certification=CERTIFY)
+    fault(NODES[0])
+    healthcheck(NODES[0])
+    assert drained(host) == [NODES[0]]
+    fault(NODES[0], False)
+    # Cleared: the passive check alone no longer resumes it.
+    out = healthcheck(NODES[0])
+    assert "stays drained: no return-to-service certificate: an active check (dcgm level 2, nccl)" in out, out
+    # Its check cannot start (no dcgmi): not a pass, it stays drained, and the run says why.
+    replay_dcgm(NODES[0], None)
+    proc = _remediate(*CERTIFY_VARS, certification=CERTIFY)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "certify (dcgm level 2, nccl) on %s" % NODES[0] in proc.stdout
+    assert "does not certify: dcgm not run: dcgmi is not installed" in proc.stdout, proc.stdout[-4000:]
+    assert drained(host) == [NODES[0]]
+    # DCGM fails its PCIe test (a real capture): stays drained, naming the test.
+    replay_dcgm(NODES[0], "dcgm3_r2_fail_pcie_nolebase.txt", 226)
+    proc = _remediate(*CERTIFY_VARS, certification=CERTIFY)
+    assert proc.returncode == 0 and "does not certify: dcgm fail: Integration/PCIe" in proc.stdout, proc.stdout[-4000:]
+    assert drained(host) == [NODES[0]]
+    # Check mode names the node it would certify and changes nothing.
+    replay_dcgm(NODES[0], "dcgm3_r2_pass_p4de_awsome.txt")
+    proc = _remediate("--check", *CERTIFY_VARS, certification=CERTIFY)
+    assert proc.returncode == 0 and "certify (dcgm level 2, nccl) on %s" % NODES[0] in proc.stdout, proc.stdout[-4000:]
+    assert drained(host) == [NODES[0]]
+    # A passing DCGM level 2 and nccl-tests within what the node carries: resumed, the certificate in the ledger.
+    proc = _remediate(*CERTIFY_VARS, certification=CERTIFY)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert drained(host) == [], proc.stdout[-4000:]
+    assert "certified" in proc.stdout and "dcgm level 2 pass, nccl pass" in proc.stdout, proc.stdout[-4000:]
+    ledger = json.loads(host.check_output("cat %s", LEDGER))["ledger"]
+    resume = ledger["nodes"][NODES[0]]["resumes"][-1]
+    assert resume["certificate"]["checks"][0] == "dcgm level 2 pass" and resume["mttr"] >= 0
+    assert resume["certificate"]["versions"]["dcgm"] == "3.3.3"
+    assert node_host(NODES[0]).check_output("cat /usr/local/bin/capture/asked").startswith("diag -r 2")
+
+
 def test_repeat_escalation_keeps_a_flapping_node_out(host):
     # Three drains of one node within the hour: the rate limit (which counts them, resumed or not) is wide here.
     set_decider(host, escalation={"max_remediations": 2, "days": 7},

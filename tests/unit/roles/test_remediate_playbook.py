@@ -133,6 +133,16 @@ def test_a_fault_cordons_and_taints_with_a_json_patch_and_recovery_undoes_only_o
     stored[0]["spec"]["taints"].append({"key": "example.com/maintenance", "effect": "NoExecute"})
     (cluster / "nodes.json").write_text(json.dumps(stored))
     (cluster / "n1.log").write_text("")
+    # Cleared, but a certificate is needed (the default) and its check cannot run here (no dcgmi, no GPU): the play
+    # goes on, the node stays cordoned, and the decision says which check did not run.
+    out = run(cluster)
+    assert "certify (dcgm level 2, nccl) on n1" in out
+    assert "does not certify: dcgm not run: dcgmi is not installed" in out and "nccl not run: nccl-tests:" in out, out[-3000:]
+    assert len(patches(cluster)) == 1 and nodes(cluster)["n1"]["spec"]["unschedulable"] is True
+    # A site that resumes on the passive check alone (certification.required false): the recovery.
+    settings = json.loads((cluster / "vars.yml").read_text())
+    settings["remediator_settings"]["certification"] = {"required": False}
+    (cluster / "vars.yml").write_text(json.dumps(settings))
     run(cluster)
     body = patches(cluster)[-1]["body"]
     assert {"op": "test", "path": "/spec/taints/1", "value": TAINT} in body
