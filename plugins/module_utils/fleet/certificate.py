@@ -233,9 +233,14 @@ def from_results(dcgm=None, nccl=None, pairwise=None, peer=None, measured_at=Non
     checks, versions = [], {}
     if dcgm is not None:
         status = dcgm.get("status") if dcgm.get("status") in STATUSES else "not run"
-        failures = ["%s%s: %s" % (f.get("test"), "" if f.get("gpu") is None else " GPU %s" % f.get("gpu"), f.get("message"))
-                    for f in dcgm.get("failures") or []]
-        detail = "; ".join(failures) or dcgm.get("reason") or ""
+        by_test = {}
+        for found in dcgm.get("failures") or []:   # one line per test: its GPUs and DCGM's first words
+            entry = by_test.setdefault(found.get("test"), {"gpus": [], "message": found.get("message")})
+            if found.get("gpu") is not None:
+                entry["gpus"].append(str(found["gpu"]))
+        failures = ["%s%s: %s" % (test, " GPU %s" % ", ".join(e["gpus"]) if e["gpus"] else "", e["message"])
+                    for test, e in by_test.items()]
+        detail = one_line("; ".join(failures) or dcgm.get("reason") or "", MAX_DETAIL)
         entry = {"name": "dcgm", "status": status, "detail": detail}
         if dcgm.get("level") is not None:
             entry["level"] = dcgm["level"]

@@ -28,7 +28,8 @@ import os
 import socket
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, statefile
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import k8s_nodes, messages, outbox, remediation, slurm_nodes
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (
+    evidence, k8s_nodes, messages, outbox, remediation, slurm_nodes)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
     check_ledger, confirmed, empty_ledger, rebuild, rebuilt_text)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import is_ours
@@ -259,6 +260,7 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60, 
                 if key.split("|", 1)[0] in reports and key not in asked:
                     del failing[key]
             out_of_service(result, fleet)
+            ask_for_evidence(result, state, settings["evidence"])
             # What happened, told once the scheduler answered: never "DRAINED" before (or instead of) a failure,
             # and a failing action once per episode, not on every report.
             said = [d for d in result["decisions"] if not d.get("error") or d.get("new_failure")]
@@ -304,6 +306,62 @@ def _carry_out(scheduler, decision, record, failing, now, log):
     decision["done"], decision["error"] = False, error
     if decision["action"] == "drain" and record.get("drains"):
         record["drains"].pop()  # it did not happen: it must not count towards escalation or the rate limit
+
+
+def ask_for_evidence(result, state, settings):
+    """Each node out of service by a drain of ours whose bundle has not arrived is asked for it in its answer
+    (``evidence_request``): right after the drain, and again on every report until it arrives."""
+    if not settings["enabled"]:
+        return
+    received = state.get("evidence") or {}
+    for decision in result["decisions"]:
+        drains = (state["ledger"]["nodes"].get(decision["node"]) or {}).get("drains") or []
+        name = drains[-1].get("evidence") if drains and decision.get("out_of_service") else None
+        ident = os.path.basename(name)[:-len(".tar.gz")] if isinstance(name, str) and name.endswith(".tar.gz") else None
+        if ident and ident not in received:
+            decision["evidence_request"] = evidence.request(ident, settings)
+
+
+def evidence_dir(config):
+    return config["remediation"]["evidence"]["dir"] or os.path.join(config["state_dir"], "evidence")
+
+
+def receive_evidence(config, node, ident, data, clock, log, lock_wait=30):
+    """Keep a bundle a node posted, if the decider asked that node for it and it has not arrived: written whole
+    (a temporary file renamed), the store's oldest dropped first to stay within its limits, recorded in the state.
+    Returns (HTTP status, answer)."""
+    settings = config["remediation"]["evidence"]
+    state_path, lock_path = paths(config["state_dir"])
+    try:
+        name = evidence.bundle_name(ident)
+    except evidence.EvidenceError as exc:
+        return 400, {"error": str(exc)}
+    if name.split("/", 1)[0] != node:
+        return 403, {"error": "%s is another node's bundle" % ident}
+    if len(data) > settings["max_bytes"]:
+        return 413, {"error": "the bundle has %d bytes, more than max_bytes %d" % (len(data), settings["max_bytes"])}
+    try:
+        with statefile.Lock(lock_path, lock_wait):
+            state, ignored = statefile.load_json(state_path, check_state, set_aside=False)
+            state = state or empty_state()
+            drains = (state["ledger"]["nodes"].get(node) or {}).get("drains") or []
+            if not any(d.get("evidence") == name for d in drains):
+                return 404, {"error": "no drain of %s asked for %s" % (node, ident)}
+            received = state.setdefault("evidence", {})
+            if ident in received:
+                return 200, {"stored": received[ident].get("path"), "already": True}
+            where = evidence_dir(config)
+            held = statefile.owned_files(where, evidence.BUNDLE)
+            for old in evidence.to_drop(held, node, len(data), settings):
+                statefile.remove_owned(where, old)
+                log("evidence: dropped %s to stay within the store's limits" % old)
+            path = statefile.write_owned(where, name, data)
+            evidence.remember(received, ident, {"node": node, "path": path, "bytes": len(data), "at": clock()})
+            statefile.save_json(state_path, state)
+            log("evidence: %s from %s (%d bytes)" % (path, node, len(data)))
+            return 200, {"stored": path, "bytes": len(data)}
+    except statefile.StateError as exc:
+        return 503, {"error": "the bundle could not be kept: %s; send it again" % exc}
 
 
 def out_of_service(result, fleet):

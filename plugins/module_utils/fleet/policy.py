@@ -19,7 +19,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, evidence
 
 ACTIONS = ("notify", "drain", "none")
 MODES = ("shadow", "enforce")
@@ -191,7 +191,7 @@ def findings_from_reason(reason):
 
 CONFIG_DEFAULTS = {
     "mode": "shadow", "policy": [], "policy_name": None, "rate_limit": {}, "circuit_breaker": {},
-    "escalation": {}, "certification": {},
+    "escalation": {}, "certification": {}, "evidence": {},
     "slurm": {"enabled": False, "scontrol": "scontrol", "sinfo": "sinfo", "sdiag": "sdiag"},
     "kubernetes": {"enabled": False, "kubectl": "kubectl", "kubeconfig": None},
 }
@@ -221,6 +221,10 @@ def check_config(config):
     try:
         merged["certification"] = certificate.check_settings(config.get("certification"))
     except certificate.CertificateError as exc:
+        raise PolicyError(str(exc))
+    try:
+        merged["evidence"] = evidence.check_settings(config.get("evidence"))
+    except evidence.EvidenceError as exc:
         raise PolicyError(str(exc))
     mode = config.get("mode", "shadow")
     if mode not in MODES:

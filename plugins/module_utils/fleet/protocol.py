@@ -58,6 +58,25 @@ def report_headers(secret, body):
     return {"Content-Type": "application/json", "User-Agent": USER_AGENT, "X-Gpufabric-Signature": report_signature(secret, body)}
 
 
+def evidence_headers(secret, node, ident, body):
+    """A node's evidence bundle (the tar.gz itself as the body): signed over its name, the bundle's and the bytes."""
+    signed = ("%s\n%s\n" % (node, ident)).encode("utf-8") + body
+    return {"Content-Type": "application/gzip", "User-Agent": USER_AGENT, "X-Gpufabric-Node": node,
+            "X-Gpufabric-Evidence": ident, "X-Gpufabric-Signature": report_signature(secret, signed)}
+
+
+def verify_evidence(secret, body, headers):
+    """The decider's side of an upload: (node, bundle id) from signed headers, or ValueError. No nonce: the decider
+    takes each bundle it asked for once, so a replayed upload changes nothing."""
+    node, ident, signature = (headers.get(k) for k in ("X-Gpufabric-Node", "X-Gpufabric-Evidence", "X-Gpufabric-Signature"))
+    if not plain_name(node) or not plain_name(ident):
+        raise ValueError("an evidence upload names its node and bundle (X-Gpufabric-Node, X-Gpufabric-Evidence)")
+    signed = ("%s\n%s\n" % (node, ident)).encode("utf-8") + body
+    if not isinstance(signature, str) or not hmac.compare_digest(report_signature(secret, signed), signature):
+        raise ValueError("the upload's signature does not match (wrong secret, or the bundle was changed)")
+    return node, ident
+
+
 def challenge_body(node):
     return json.dumps({"node": node}, sort_keys=True).encode("utf-8")
 

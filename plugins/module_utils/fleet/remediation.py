@@ -42,7 +42,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, evidence
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import LEDGER_ANNOTATION, empty_ledger, reconcile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import (
     drain_findings, drain_reason, finding_key, findings_from_reason, is_escalated, is_ours)
@@ -237,12 +237,15 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
                  % (count, escalation["max_remediations"]) if escalated else "")
         decision.update(action="drain", reason=reason, escalated=escalated,
                         why="%d finding(s) ask for a drain%s" % (len(causes), stays))
+        kept = {"shadow": True} if shadow else {"pending": True}
+        if settings["evidence"]["enabled"] and not shadow:   # the bundle the node is asked for, named now
+            decision["evidence"] = kept["evidence"] = evidence.bundle_name(evidence.bundle_id(node, now))
         for part in parts:
             recent[part] = recent.get(part, 0) + 1
             in_effect[part] = in_effect.get(part, 0) + 1
         record["drains"] = (record.get("drains") or [])[-(HISTORY - 1):] + [dict(
             {"at": now, "findings": decision["findings"], "reason": reason, "policy": policy, "via": decision["via"],
-             "by": decider, "escalated": escalated}, **({"shadow": True} if shadow else {"pending": True}))]
+             "by": decider, "escalated": escalated}, **kept)]
 
     # Resumes: only what the drain recorded, from a fresh and complete report, within the breaker and budget.
     for decision, record, entry, reason in resumes:
@@ -352,6 +355,8 @@ def messages(result, scheduler):
         elif decision["action"] in ("drain", "resume"):
             status = "shadow" if decision["shadow"] else ("escalated" if decision["escalated"] else
                                                           {"drain": "drained", "resume": "resumed"}[decision["action"]])
+            if decision.get("evidence"):
+                base["detail"] += "; evidence: %s in the decider's evidence store, collected by the node now" % decision["evidence"]
             out.append(dict(base, status=status, severity="warning" if decision["action"] == "resume" else "critical"))
         elif decision["held"] and decision.get("newly_held"):
             held.setdefault(decision["why"].split(":", 1)[0], []).append(decision)

@@ -135,6 +135,61 @@ def save_bytes(path, payload, suffix=".tmp", mode=None):
                 pass
 
 
+def _owned_dir(directory, owner, create):
+    found = owner_of(directory)
+    if found is None and create:
+        try:
+            os.makedirs(directory, 0o700)
+            mark_owned(directory, owner)
+        except OSError as exc:
+            raise StateError("could not create %s: %s" % (directory, exc.strerror or exc))
+        found = owner
+    if found is not None and found != owner:
+        raise StateError("%s exists and is not %s's (its marker names %s): choose another" % (directory, owner, found or "nobody"))
+    return found is not None
+
+
+def owned_files(directory, pattern, owner="remediator"):
+    """[(relative 'sub/name', bytes, mtime)] of the files matching ``pattern`` one directory below ``directory`` (one
+    gpufabric made, by its marker); nothing else is listed, so nothing else is ever dropped."""
+    if not _owned_dir(directory, owner, False):
+        return []
+    out = []
+    for sub in sorted(os.listdir(directory)):
+        where = os.path.join(directory, sub)
+        if sub.startswith(".") or not os.path.isdir(where) or os.path.islink(where):
+            continue
+        for name in sorted(os.listdir(where)):
+            path = os.path.join(where, name)
+            if pattern.match(name) and os.path.isfile(path) and not os.path.islink(path):
+                info = os.stat(path)
+                out.append(("%s/%s" % (sub, name), info.st_size, info.st_mtime))
+    return out
+
+
+def remove_owned(directory, relative):
+    try:
+        os.unlink(os.path.join(directory, relative))
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise StateError("could not remove %s: %s" % (os.path.join(directory, relative), exc.strerror or exc))
+
+
+def write_owned(directory, relative, payload, owner="remediator"):
+    """Write ``payload`` atomically as ``directory/relative`` (one level deep), creating and marking ``directory``
+    when it is missing; the file and its directory are readable by root only. Returns the path."""
+    _owned_dir(directory, owner, True)
+    sub = os.path.join(directory, os.path.dirname(relative))
+    if not os.path.isdir(sub):
+        try:
+            os.mkdir(sub, 0o700)
+        except OSError as exc:
+            raise StateError("could not create %s: %s" % (sub, exc.strerror or exc))
+    path = os.path.join(directory, relative)
+    save_bytes(path, payload, suffix=".part", mode=0o600)
+    return path
+
+
 class Lock(object):
     """An exclusive lock on ``path`` (flock); waits at most ``wait`` seconds, then raises StateError.
 

@@ -32,7 +32,8 @@ import time
 # The role puts module_utils under <this directory>/ansible_collections/gpufabric/rdma/plugins/module_utils.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks, statefile, webhook  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, evidence, node_checks, statefile, webhook  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.evidence import EVIDENCE_PATH  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, delivery, messages, monitor, outbox, protocol  # noqa: E402
 
@@ -171,6 +172,25 @@ def write_metrics(config, result, host, now, duration, state, log, state_saved=T
         log("metrics: %s" % exc)
 
 
+def send_evidence(config, request, findings, runner, log, clock=time.time):
+    """Collect the bundle the decider asked for (node/evidence.py: within its budget and size) and post it, signed.
+    The drain happened before the decider asked; a collection that fails or runs out of time sends what it has."""
+    try:
+        ident, budget, max_bytes = str(request["id"]), int(request["budget"]), int(request["max_bytes"])
+    except (KeyError, TypeError, ValueError):
+        return log("evidence: the decider's request is not one this monitor reads: %r" % (request,))
+    data, manifest = evidence.collect(config["checks"], findings, runner or commands.Runner(), budget, max_bytes,
+                                      paths(config)[0], clock)
+    if data is None:
+        return log("evidence %s: even the manifest is larger than %d bytes; nothing sent" % (ident, max_bytes))
+    decider = config["decider"]
+    answer = webhook.send(decider["url"].rstrip("/") + EVIDENCE_PATH, data,
+                          protocol.evidence_headers(decider["secret"], node_name(config), ident, data),
+                          deadline=max(decider["timeout"], 60))
+    log("evidence %s: %d bytes (%s): %s" % (ident, len(data), evidence.manifest_line(manifest),
+                                            answer.error or "HTTP %s %s" % (answer.status, answer.text.strip()[:200])))
+
+
 def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.time):
     """One run: check, report to the decider, queue, save, send (the timer only). Returns the number of
     messages that failed (1 as well when the state could not be saved)."""
@@ -209,6 +229,8 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
             write_metrics(config, result, host, now, duration, state, log)
     except statefile.StateError as exc:  # the lock (or the state) could not be had
         return unsaved(config, str(exc), host, now, log, clock, runner, mode=mode)
+    if decided and decided["decision"].get("evidence_request"):   # the drain is done; the decider wants the evidence
+        send_evidence(config, decided["decision"]["evidence_request"], result["findings"], runner, log, clock)
     totals = {"sent": 0, "failed": 0, "pending": outbox.count(state["outbox"])}
     if mode == "timer" and config["webhooks"]:
         totals = delivery.deliver_state(state_path, lock_path, monitor.check_state, config["webhooks"], log,

@@ -7,7 +7,8 @@ systemd service on the Slurm controller host, or on one host with a kubeconfig).
     python3 remediator.py --config /etc/gpufabric-remediator/config.json [--deliver-once]
 
 Nodes report here (POST /v1/challenge for a nonce, then POST /v1/report signed with the shared
-secret); the reports that arrive together are decided together, in one place, against the whole
+secret, and POST /v1/evidence for a bundle the decider asked for at a drain); the reports that arrive together are
+decided together, in one place, against the whole
 fleet as the scheduler records it (decider.decide; the decisions are remediation.plan's). Each node
 gets the decision about itself as the answer. Decisions and their messages are saved before anything
 is done or sent; a thread sends the outbox to the webhooks, each in its own thread and deadline.
@@ -27,7 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (  # noqa: E402
-    alerts, decider, decider_settings, delivery, messages, protocol, remediation, service)
+    alerts, decider, decider_settings, delivery, evidence, messages, protocol, remediation, service)
 
 try:
     import secrets
@@ -167,11 +168,14 @@ def make_handler(config, nonces, batcher, threads, log):
         def do_POST(self):
             path = self.path.split("?", 1)[0].rstrip("/")
             # Alertmanager sends a whole group at once: 10,000 nodes' alerts are about 6.3 MB.
-            limit = alerts.MAX_NOTIFICATION_BYTES if path == alerts.ALERTMANAGER_PATH else protocol.MAX_REPORT_BYTES
+            limit = {alerts.ALERTMANAGER_PATH: alerts.MAX_NOTIFICATION_BYTES,
+                     evidence.EVIDENCE_PATH: config["remediation"]["evidence"]["max_bytes"]}.get(path, protocol.MAX_REPORT_BYTES)
             body = self.read_body(limit)
             self.watchdog.cancel()  # the request is in; waiting for the decision is bounded by answer_within
             if body is None:
                 return self.refuse(413, "a body with a Content-Length of at most %d bytes is needed" % limit, "size")
+            if path == evidence.EVIDENCE_PATH:
+                return self._evidence(body)
             try:
                 service.check_json_depth(body)
             except ValueError as exc:
@@ -203,6 +207,15 @@ def make_handler(config, nonces, batcher, threads, log):
                 return self._send(503, {"error": "no decision within %s s (the scheduler is slow): the report is "
                                         "decided when its turn comes; nothing is assumed" % config["answer_within"]})
             return self._send(200, slot["answer"])
+
+        def _evidence(self, body):
+            """A node's evidence bundle, kept when the decider asked that node for it (decider.receive_evidence)."""
+            try:
+                node, ident = protocol.verify_evidence(secret, body, self.headers)
+            except ValueError as exc:
+                return self._send(401, {"error": str(exc)})
+            status, answer = decider.receive_evidence(config, node, ident, body, time.time, log)
+            return self._send(status, answer)
 
         def _alertmanager(self, body):
             """Alertmanager's notification of critical findings: reports that can drain (within the same
