@@ -329,6 +329,38 @@ def test_a_drained_node_returns_only_on_a_certificate_its_active_check_earned(ho
     assert node_host(NODES[0]).check_output("cat /usr/local/bin/capture/asked").startswith("diag -r 2")
 
 
+def test_a_drain_keeps_a_bounded_bundle_on_the_decider_and_a_hung_collector_never_holds_it(host):
+    # nvidia-bug-report.sh hangs on the node; the budget is 5 s; one bundle per node is kept.
+    set_decider(host, evidence={"budget": 5, "keep_per_node": 1},
+                rate_limit={"max_nodes": 5, "max_percent": 100, "interval": 3600, "max_resumes": 5})
+    node = node_host(NODES[1])
+    node.check_output("printf '#!/bin/sh\\nsleep 300 & sleep 300\\n' > /usr/local/bin/nvidia-bug-report.sh && "
+                      "chmod 755 /usr/local/bin/nvidia-bug-report.sh")
+    try:
+        names = []
+        for attempt in range(2):
+            fault(NODES[1])
+            started = time.time()
+            out = healthcheck(NODES[1])
+            assert drained(host) == [NODES[1]] and time.time() - started < 40, out
+            assert "nvidia-bug-report.out timed out" in out and "HTTP 200" in out, out
+            ledger = json.loads(host.check_output("cat %s", LEDGER))
+            names.append(ledger["ledger"]["nodes"][NODES[1]]["drains"][-1]["evidence"])
+            path = "/var/lib/gpufabric-remediator/evidence/" + names[-1]
+            listing = host.check_output("tar tzf %s", path).split()
+            assert {"manifest.json", "findings.json", "kernel-log.txt", "rdma-ports.json"} <= set(listing), listing
+            assert "Xid (PCI:0000:18:00): 79" in host.check_output("tar xzOf %s kernel-log.txt", path)
+            assert host.check_output("stat -c %%a %s", path) == "600"
+            fault(NODES[1], False)
+            assert "resumed %s" % NODES[1] in healthcheck(NODES[1])
+            time.sleep(1.1)   # the next drain's bundle gets the next second's name
+        # keep_per_node 1: the first drain's bundle was dropped for the second's.
+        kept = host.check_output("ls /var/lib/gpufabric-remediator/evidence/%s", NODES[1]).split()
+        assert kept == [names[1].split("/")[1]] and names[0] != names[1], (kept, names)
+    finally:
+        node.run("rm -f /usr/local/bin/nvidia-bug-report.sh")
+
+
 def test_repeat_escalation_keeps_a_flapping_node_out(host):
     # Three drains of one node within the hour: the rate limit (which counts them, resumed or not) is wide here.
     set_decider(host, escalation={"max_remediations": 2, "days": 7},
