@@ -7,8 +7,12 @@ with one node's clock an hour ahead (libfaketime) and its time zone east; the ci
 action; shadow mode acts on nothing; a node drained for a fault stays drained while its kernel log
 cannot be read, and while an AWX-run drain's fault (under a wider policy) is still present under the
 decider's narrower one; repeat escalation keeps a flapping node out; the prolog gate refuses a job only
-on a node the decider took out of service; an admin's drain is left alone. The tests run the wrappers
-slurmd runs, so they need not wait for HealthCheckInterval.
+on a node the decider took out of service; an admin's drain is left alone. Return to service: a node drained for
+an Xid 79 stays drained while its active check (DCGM level 2, replayed by a dcgmi stand-in, and nccl-tests on its
+GPUs, a stand-in printing a real run) fails or cannot start, and is resumed by the remediate playbook once a passing
+one is replayed; the epilog's DCGM level 2 failing between jobs drains through the decider; each drain leaves a
+bounded evidence bundle on the decider, one per node kept, and a hung nvidia-bug-report.sh never holds the drain.
+The tests run the wrappers slurmd runs, so they need not wait for HealthCheckInterval.
 """
 
 import base64
@@ -159,6 +163,7 @@ def healthy_cluster(host):
     node_host(NODES[0]).run("hostname %s", NODES[0])
     for name in NODES:
         fault(name, False)
+        replay_dcgm(name, PASSING_DCGM)   # the epilog's DCGM passes again
         admin_resume(host, name)
     set_decider(host)
 
@@ -168,6 +173,7 @@ def test_slurm_conf_runs_our_check_and_gate_everywhere(host):
         conf = node_host(name).file("/etc/slurm/slurm.conf").content_string
         assert "HealthCheckProgram=/usr/local/sbin/gpufabric-healthcheck" in conf
         assert "HealthCheckInterval=3600" in conf and "HealthCheckNodeState=ANY" in conf
+        assert "Epilog=/usr/local/sbin/gpufabric-epilog" in conf
         assert "Prolog=/usr/local/sbin/gpufabric-prolog" in conf
     config = host.check_output("scontrol show config")
     assert re.search(r"HealthCheckProgram\s*=\s*/usr/local/sbin/gpufabric-healthcheck", config)
@@ -271,6 +277,7 @@ def test_an_awx_drain_holds_while_its_fault_is_present_under_the_deciders_narrow
 
 
 DCGM_FIXTURES = os.path.join(SCENARIO, "..", "..", "tests", "unit", "fixtures", "dcgm")
+PASSING_DCGM = "dcgm3_r2_pass_p4de_awsome.txt"
 CERTIFY = {"required": True, "dcgm_level": 2, "checks": ["dcgm", "nccl"], "max_age": 3600}
 # The return-to-service check's tools are stand-ins replaying real captures (tests/lab); say so in every report.
 CERTIFY_VARS = ["-e", json.dumps({"nccl_tests_bin_dir": "/opt/nccl-tests-standin", "nccl_tests_gpus_per_node": 8,
@@ -327,6 +334,25 @@ def test_a_drained_node_returns_only_on_a_certificate_its_active_check_earned(ho
     assert resume["certificate"]["checks"][0] == "dcgm level 2 pass" and resume["mttr"] >= 0
     assert resume["certificate"]["versions"]["dcgm"] == "3.3.3"
     assert node_host(NODES[0]).check_output("cat /usr/local/bin/capture/asked").startswith("diag -r 2")
+
+
+def test_the_epilog_runs_dcgm_level_2_between_jobs_and_the_decider_drains_on_its_failure(host):
+    set_decider(host)
+    replay_dcgm(NODES[2], "dcgm4_r2_fail_pcie_b200.txt", 226)
+    try:
+        job = host.check_output("sbatch --parsable -N1 -w %s --wrap hostname -o /tmp/epilog-%%j.out", NODES[2])
+        for attempt in range(90):
+            state, reason = show(host, NODES[2])
+            if "DRAIN" in state:
+                break
+            time.sleep(1)
+        assert "DRAIN" in state, (state, reason)
+        assert reason.startswith("gpufabric: dcgm_diag %s" % NODES[2]) and reason.endswith("; via epilog"), reason
+        assert "JobState=COMPLETED" in host.check_output("scontrol show job -o %s", job)  # the job itself ran
+        assert node_host(NODES[2]).check_output("cat /usr/local/bin/capture/asked").startswith("diag -r 2")
+    finally:
+        replay_dcgm(NODES[2], PASSING_DCGM)
+        admin_resume(host, NODES[2])
 
 
 def test_a_drain_keeps_a_bounded_bundle_on_the_decider_and_a_hung_collector_never_holds_it(host):

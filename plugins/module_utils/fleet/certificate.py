@@ -256,3 +256,14 @@ def from_results(dcgm=None, nccl=None, pairwise=None, peer=None, measured_at=Non
         if version and "nccl" not in versions:
             versions["nccl"] = version
     return {"checks": checks, "versions": versions, "measured_at": measured_at}
+
+
+def mttr_samples(ledger):
+    """[(node, seconds)]: each node's last resume with a known drain time - the time from drain to (certified)
+    resume, the decider's MTTR per node - from the ledger (real resumes only, not shadow)."""
+    out = []
+    for node, record in sorted(((ledger or {}).get("nodes") or {}).items()):
+        resumes = [e for e in record.get("resumes") or [] if not e.get("shadow") and isinstance(e.get("mttr"), (int, float))]
+        if resumes:
+            out.append((node, resumes[-1]["mttr"], bool(resumes[-1].get("certificate"))))
+    return out

@@ -29,7 +29,8 @@ import socket
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (
-    evidence, k8s_nodes, messages, outbox, remediation, slurm_nodes)
+    certificate, evidence, k8s_nodes, messages, outbox, remediation, slurm_nodes)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics as render_metrics
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
     check_ledger, confirmed, empty_ledger, rebuild, rebuilt_text)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import is_ours
@@ -320,6 +321,28 @@ def ask_for_evidence(result, state, settings):
         ident = os.path.basename(name)[:-len(".tar.gz")] if isinstance(name, str) and name.endswith(".tar.gz") else None
         if ident and ident not in received:
             decision["evidence_request"] = evidence.request(ident, settings)
+
+
+def metrics_text(config):
+    """The decider's metrics for Prometheus (GET /metrics): each node's time from drain to its last resume, whether a
+    certificate resumed it, and the evidence store's bundles - read from the state file, never waiting on the lock."""
+    state, ignored = statefile.load_json(paths(config["state_dir"])[0], check_state, set_aside=False)
+    state = state or empty_state()
+    base = {"cluster": config["cluster"]}
+    samples = certificate.mttr_samples(state["ledger"])
+    received = (state.get("evidence") or {}).values()
+    return render_metrics.render([
+        render_metrics.family("gpufabric_remediation_mttr_seconds", "gauge",
+                              "Seconds from the drain of a node by gpufabric to its last resume (the decider's MTTR)",
+                              [(dict(base, node=node, certified="true" if certified else "false"), seconds)
+                               for node, seconds, certified in samples]),
+        render_metrics.family("gpufabric_remediation_evidence_bundles", "gauge",
+                              "Evidence bundles received from drained nodes and kept in the decider's state",
+                              [(base, len(list(received)))]),
+        render_metrics.family("gpufabric_remediation_evidence_bytes", "gauge",
+                              "Bytes of the evidence bundles the decider's state records",
+                              [(base, sum(e.get("bytes") or 0 for e in (state.get("evidence") or {}).values()))]),
+    ])
 
 
 def evidence_dir(config):

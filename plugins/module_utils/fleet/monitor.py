@@ -147,7 +147,8 @@ def check_config(config):
         raise ConfigError("the configuration must be a JSON object")
     merged = {"cluster": "gpufabric", "host": None, "checks": {}, "webhooks": [], "quiet_period": 21600,
               "min_severity": "warning", "send_recovery": True, "timeout": 10, "deliver_deadline": 60,
-              "state_dir": "/var/lib/gpufabric-health-monitor", "decider": None, "textfile_dir": None, "interval": None}
+              "state_dir": "/var/lib/gpufabric-health-monitor", "decider": None, "textfile_dir": None, "interval": None,
+              "epilog_dcgm_level": 2}
     unknown = sorted(set(config) - set(merged))
     if unknown:
         hint = {"state_file": " (state_file is now state_dir: a directory the role creates and owns)",
@@ -168,6 +169,9 @@ def check_config(config):
                           % (textfile_dir,))
     if merged["interval"] is not None:
         settings.seconds(merged, ("interval",))
+    if merged["epilog_dcgm_level"] not in (1, 2):
+        raise ConfigError("epilog_dcgm_level must be 1 or 2 (the DCGM level the Slurm epilog runs between jobs), got %r"
+                          % (merged["epilog_dcgm_level"],))
     if merged["decider"] is not None:
         decider = merged["decider"]
         if not isinstance(decider, dict) or sorted(set(decider) - set(DECIDER_CLIENT_DEFAULTS)):

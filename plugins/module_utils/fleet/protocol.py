@@ -26,8 +26,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import 
 VERSION = 1
 VERSIONS = (1,)
 USER_AGENT = SOURCE   # the health monitor, as its messages name it
-# Where a report comes from: the monitor's timer, Slurm's HealthCheckProgram and Prolog, an AWX run, an alert.
-SOURCES = ("timer", "healthcheck", "gate", "awx", "alert")
+# Where a report comes from: the monitor's timer, Slurm's HealthCheckProgram, Prolog and Epilog, an AWX run, an alert.
+SOURCES = ("timer", "healthcheck", "gate", "epilog", "awx", "alert")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 
 

@@ -133,12 +133,11 @@ def _nvidia_smi_findings(host, problem, expected_gpu_count):
     return [finding("nvidia_smi", "critical", host, detail, NVIDIA_SMI_FIXES[how])]
 
 
-def _dcgm_findings(host, opts, runner, unreadable):
-    """DCGM's level-1 diagnostic (dcgmi diag -r 1), judged (judge/dcgm_diag.py). One that could not run makes the
-    report incomplete: its warning says why, and such a report never puts a node back into service."""
-    level = opts["dcgm_level"]
+def _dcgm_findings(host, opts, runner, unreadable, level, timeout):
+    """DCGM's diagnostic (dcgmi diag -r 1, or 2 from the Slurm epilog), judged (judge/dcgm_diag.py). One that could
+    not run makes the report incomplete: its warning says why, and such a report never puts a node back into service."""
     parsed, not_run, dummy = dcgmi.diagnose(runner.which(opts["dcgmi_path"] or "dcgmi"), ["diag", "-r", str(level)],
-                                            runner.timeout, opts["dcgmi_path"] or "dcgmi", run=runner.run)
+                                            timeout, opts["dcgmi_path"] or "dcgmi", run=runner.run)
     judged = dcgm_diag.verdict(parsed, level, not_run, host=host)
     if judged["status"] == "not run":
         unreadable.append("dcgmi diag -r %d: %s" % (level, judged["reason"]))
@@ -146,7 +145,7 @@ def _dcgm_findings(host, opts, runner, unreadable):
     return judged
 
 
-def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None):
+def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None, dcgm_level=None):
     """Every check on this node -> {findings (worst first), counts, healthy, observed}.
 
     ``runner`` defaults to a ``commands.Runner`` with the options' ``command_timeout``.
@@ -154,6 +153,8 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     makes the counter check compare against it instead of sleeping ``counter_interval``.
     ``history`` (the grey-failure samples an earlier run returned as observed["history"], [] for the
     first run) turns the counter check into rates over ``rate_window`` (rates.py): the monitor's way.
+    ``dcgm_level`` (1 or 2) runs that DCGM level whatever the options say, within its own time limit: the Slurm epilog
+    runs level 2 between jobs; a periodic check never goes above level 1.
     """
     opts = options(given)
     runner = runner or commands.Runner(opts["command_timeout"])
@@ -223,7 +224,11 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
             found += health.nccl_drift_findings(host, health.parse_nccl_conf(deployed), opts["expected_nccl_env"],
                                                 opts["nccl_conf"])
 
-    dcgm = _dcgm_findings(host, opts, runner, unreadable) if opts["dcgm_level"] else None
+    if dcgm_level is not None and dcgm_level not in (1, 2):
+        raise health.CheckOptionError("the DCGM level between jobs must be 1 or 2, got %r" % (dcgm_level,))
+    level = dcgm_level or opts["dcgm_level"]
+    dcgm = _dcgm_findings(host, opts, runner, unreadable, level,
+                          dcgm_diag.TIMEOUTS[level] if dcgm_level else runner.timeout) if level else None
     found += (dcgm or {}).get("findings") or []
 
     found = health.sort_findings(found)

@@ -4,7 +4,7 @@
 """gpufabric-health-monitor: the program the health_monitor role installs on each node; a systemd
 timer runs it.
 
-    python3 monitor.py --config /etc/gpufabric/health-monitor.json [--healthcheck | --gate]
+    python3 monitor.py --config /etc/gpufabric/health-monitor.json [--healthcheck | --gate | --epilog]
 
 Each run checks the node (node_checks.check_node, the checks of the node_health module), reports the
 findings to the cluster's one remediation decider when one is configured (the decider alone drains
@@ -15,7 +15,9 @@ from the collection's module_utils, copied beside it.
 
 --healthcheck is Slurm's HealthCheckProgram: check, report (the decider may drain the node, within its
 limits), queue the messages for the timer, exit 0. --gate is Slurm's Prolog: exit 1 (refuse the job)
-only when the decider has this node out of service.
+only when the decider has this node out of service. --epilog is Slurm's Epilog: the healthcheck's run plus DCGM's
+level epilog_dcgm_level (2: PCIe and GPU memory, about two minutes) between jobs, reported as such; exit 0 (a failing
+epilog would make slurmd drain the node itself: only the decider drains).
 Exit status: 0 when every message arrived, 1 when one did not or the state could not be saved, 2 on a
 bad configuration. A state that cannot be saved (a full disk) is never silence: the decider is still told, each
 webhook gets one alert an hour that says so (the hour kept in /run), and gpufabric_health_state_writable is 0.
@@ -99,7 +101,7 @@ def tell_decider(config, result, mode, clock, log):
     answer, or None."""
     if not config["decider"]:
         return None
-    decided, error = report(config, result, "healthcheck" if mode == "healthcheck" else "timer", clock)
+    decided, error = report(config, result, mode if mode in ("healthcheck", "epilog") else "timer", clock)
     log("decider: %s" % (decided.get("text") or decided["decision"].get("why")) if decided else error)
     return decided
 
@@ -205,7 +207,8 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
             state = state or monitor.empty_state()
             started = clock()
             result = node_checks.check_node(config["checks"], runner, host=node_name(config),
-                                            previous_counters=state.get("counters"), history=state.get("history") or [])
+                                            previous_counters=state.get("counters"), history=state.get("history") or [],
+                                            dcgm_level=config["epilog_dcgm_level"] if mode == "epilog" else None)
             duration = clock() - started
             decided = tell_decider(config, result, mode, clock, log)
             if decided:
@@ -264,14 +267,14 @@ def gate(config, runner=None, log=_complain, clock=time.time):
     return 0
 
 
-USAGE = "usage: gpufabric-health-monitor --config FILE [--healthcheck | --gate]"
+USAGE = "usage: gpufabric-health-monitor --config FILE [--healthcheck | --gate | --epilog]"
 
 
 def main(argv=None):
-    """gpufabric-health-monitor --config FILE [--healthcheck | --gate]; see the module docstring."""
+    """gpufabric-health-monitor --config FILE [--healthcheck | --gate | --epilog]; see the module docstring."""
     argv = sys.argv[1:] if argv is None else argv
     mode = argv[2] if len(argv) == 3 else None
-    if len(argv) not in (2, 3) or argv[0] != "--config" or mode not in (None, "--healthcheck", "--gate"):
+    if len(argv) not in (2, 3) or argv[0] != "--config" or mode not in (None, "--healthcheck", "--gate", "--epilog"):
         _complain(USAGE)
         return 2
     try:
@@ -286,8 +289,8 @@ def main(argv=None):
     try:
         if mode == "--gate":
             return gate(config)
-        failed = run_once(config, mode="healthcheck" if mode == "--healthcheck" else "timer")
-        return 0 if mode == "--healthcheck" else (1 if failed else 0)
+        failed = run_once(config, mode={"--healthcheck": "healthcheck", "--epilog": "epilog"}.get(mode, "timer"))
+        return 0 if mode in ("--healthcheck", "--epilog") else (1 if failed else 0)
     except node_checks.CheckOptionError as exc:
         _complain("checks: %s" % exc)
         return 2

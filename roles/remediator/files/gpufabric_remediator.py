@@ -12,7 +12,8 @@ decided together, in one place, against the whole
 fleet as the scheduler records it (decider.decide; the decisions are remediation.plan's). Each node
 gets the decision about itself as the answer. Decisions and their messages are saved before anything
 is done or sent; a thread sends the outbox to the webhooks, each in its own thread and deadline.
-GET /v1/health answers how the decider is doing (the last batch, what waits to be sent).
+GET /v1/health answers how the decider is doing (the last batch, what waits to be sent); GET /metrics gives Prometheus
+each node's time from drain to resume (MTTR) and the evidence store's size.
 This file is the HTTP and threading glue; the knowledge is in module_utils, copied beside it.
 """
 
@@ -163,6 +164,16 @@ def make_handler(config, nonces, batcher, threads, log):
                 dead = sorted(t.name for t in threads if not t.is_alive())
                 return self._send(503 if dead else 200, {"ok": not dead, "dead_threads": dead,
                                                          "last_batch": batcher.last, "refused": dict(self.refused)})
+            if self.path.rstrip("/") == "/metrics":
+                try:
+                    data = decider.metrics_text(config).encode("utf-8")
+                except Exception as exc:  # an unreadable state is said, never a dead handler
+                    return self._send(503, {"error": "the decider's state cannot be read: %s" % str(exc)[:300]})
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                return self.wfile.write(data)
             return self._send(404, {"error": "no such path"})
 
         def do_POST(self):

@@ -8,6 +8,7 @@ import os
 import re
 import tarfile
 import time
+import urllib.request
 
 import pytest
 
@@ -149,3 +150,17 @@ def test_bad_evidence_settings_are_refused_naming_the_value(given, message):
     with pytest.raises(PolicyError) as err:
         check_config({"evidence": given, "slurm": {"enabled": True}})
     assert message in str(err.value)
+
+
+def test_the_deciders_metrics_give_each_nodes_time_from_drain_to_resume_and_the_store(cluster):
+    c = cluster(["n01", "n02"])
+    c.fault("n01")
+    c.run("n01")
+    c.fault("n01", False)
+    assert any("resumed n01" in line for line in c.run("n01"))
+    with urllib.request.urlopen(c.url + "/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    mttr = re.search(r'^gpufabric_remediation_mttr_seconds\{certified="false",cluster="lab",node="n01"\} (\d+)$', text, re.M)
+    assert mttr and 0 <= int(mttr.group(1)) < 60, text
+    assert 'gpufabric_remediation_evidence_bundles{cluster="lab"} 1' in text
+    assert re.search(r'^gpufabric_remediation_evidence_bytes\{cluster="lab"\} [1-9]\d*$', text, re.M)
