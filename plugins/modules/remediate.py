@@ -103,6 +103,12 @@ certify:
   returned: always
   type: list
   elements: str
+healthy:
+  description: The nodes in service with a complete report and nothing that asks for a drain, sorted - the peers a
+    pairwise check may use.
+  returned: always
+  type: list
+  elements: str
 certify_checks:
   description: The active check a certificate needs under this policy, for a person (C(dcgm level 2, nccl)).
   returned: always
@@ -201,7 +207,8 @@ def main():
     out = dict(changed=bool([d for d in acted if d.get("done") or module.check_mode]), decisions=result["decisions"],
                breaker=result["breaker"], log=lines, certificates=result.get("certificates") or {},
                certify=sorted(d["node"] for d in result["decisions"] if d.get("certify")),
-               certify_checks=certificate.describe_checks(config["remediation"]["certification"]))
+               certify_checks=certificate.describe_checks(config["remediation"]["certification"]),
+               healthy=sorted(d["node"] for d in result["decisions"] if d.get("healthy")))
     if module._diff:
         out["diff"] = {"before": "", "after": "".join("%s\n" % d["text"] for d in acted)}
     if not module.check_mode and config["webhooks"]:

@@ -278,9 +278,11 @@ def test_an_awx_drain_holds_while_its_fault_is_present_under_the_deciders_narrow
 
 DCGM_FIXTURES = os.path.join(SCENARIO, "..", "..", "tests", "unit", "fixtures", "dcgm")
 PASSING_DCGM = "dcgm3_r2_pass_p4de_awsome.txt"
-CERTIFY = {"required": True, "dcgm_level": 2, "checks": ["dcgm", "nccl"], "max_age": 3600}
+CERTIFY = {"required": True, "dcgm_level": 2, "checks": ["dcgm", "nccl", "pairwise"], "max_age": 3600}
 # The return-to-service check's tools are stand-ins replaying real captures (tests/lab); say so in every report.
+# The stand-in prints no NCCL log, so what NCCL used is not judged here (molecule/validate_nccl_tests_perftest does).
 CERTIFY_VARS = ["-e", json.dumps({"nccl_tests_bin_dir": "/opt/nccl-tests-standin", "nccl_tests_gpus_per_node": 8,
+                                  "nccl_tests_nccl_debug": False, "nccl_tests_port_counters": False,
                                   "gpufabric_replayed_from": "stand-ins replaying public DCGM and nccl-tests captures"})]
 
 
@@ -306,12 +308,12 @@ def test_a_drained_node_returns_only_on_a_certificate_its_active_check_earned(ho
     fault(NODES[0], False)
     # Cleared: the passive check alone no longer resumes it.
     out = healthcheck(NODES[0])
-    assert "stays drained: no return-to-service certificate: an active check (dcgm level 2, nccl)" in out, out
+    assert "stays drained: no return-to-service certificate: an active check (dcgm level 2, nccl, pairwise)" in out, out
     # Its check cannot start (no dcgmi): not a pass, it stays drained, and the run says why.
     replay_dcgm(NODES[0], None)
     proc = _remediate(*CERTIFY_VARS, certification=CERTIFY)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    assert "certify (dcgm level 2, nccl) on %s" % NODES[0] in proc.stdout
+    assert "certify (dcgm level 2, nccl, pairwise) on %s; pairwise peer %s" % (NODES[0], NODES[1]) in proc.stdout
     assert "does not certify: dcgm not run: dcgmi is not installed" in proc.stdout, proc.stdout[-4000:]
     assert drained(host) == [NODES[0]]
     # DCGM fails its PCIe test (a real capture): stays drained, naming the test.
@@ -322,13 +324,18 @@ def test_a_drained_node_returns_only_on_a_certificate_its_active_check_earned(ho
     # Check mode names the node it would certify and changes nothing.
     replay_dcgm(NODES[0], "dcgm3_r2_pass_p4de_awsome.txt")
     proc = _remediate("--check", *CERTIFY_VARS, certification=CERTIFY)
-    assert proc.returncode == 0 and "certify (dcgm level 2, nccl) on %s" % NODES[0] in proc.stdout, proc.stdout[-4000:]
+    assert proc.returncode == 0 and "certify (dcgm level 2, nccl, pairwise) on %s" % NODES[0] in proc.stdout, proc.stdout[-4000:]
+    assert drained(host) == [NODES[0]]
+    # Shadow mode: the same passing check, and the decider only says it would resume.
+    proc = _remediate(*CERTIFY_VARS, certification=CERTIFY, mode="shadow")
+    assert proc.returncode == 0 and "shadow mode, would have resumed %s" % NODES[0] in proc.stdout, proc.stdout[-4000:]
     assert drained(host) == [NODES[0]]
     # A passing DCGM level 2 and nccl-tests within what the node carries: resumed, the certificate in the ledger.
     proc = _remediate(*CERTIFY_VARS, certification=CERTIFY)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert drained(host) == [], proc.stdout[-4000:]
     assert "certified" in proc.stdout and "dcgm level 2 pass, nccl pass" in proc.stdout, proc.stdout[-4000:]
+    assert re.search(r"pairwise pass [\d.]+ GB/s( of \d+ expected)? with %s" % NODES[1], proc.stdout), proc.stdout[-4000:]
     ledger = json.loads(host.check_output("cat %s", LEDGER))["ledger"]
     resume = ledger["nodes"][NODES[0]]["resumes"][-1]
     assert resume["certificate"]["checks"][0] == "dcgm level 2 pass" and resume["mttr"] >= 0

@@ -105,7 +105,8 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
     Returns {"decisions": [...], "ledger": the new ledger, "breaker": {open, opened, closed, shares},
              "certificates": {node: "recorded" or why not}}. Each decision: {node, action: drain|resume|none, held (a limit or the
     breaker stopped it), why, reason (for a drain), findings (keys), escalated, shadow, policy, via, certify (it
-    stays drained only for want of a certificate: the active check to start), and for a resume certificate, mttr}.
+    stays drained only for want of a certificate: the active check to start), healthy (in service, a complete report,
+    no critical or warning finding: a peer for a pairwise check), and for a resume certificate, mttr}.
     """
     ledger = copy.deepcopy(ledger) if ledger else empty_ledger()
     reconcile(ledger, fleet)
@@ -180,7 +181,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
         causes = causes_of[node]
         decision = {"node": node, "action": "none", "held": False, "why": "", "reason": None, "escalated": False,
                     "findings": [finding_key(f) for f in causes], "shadow": shadow, "policy": policy,
-                    "via": report.get("source", "timer"), "certify": False}
+                    "via": report.get("source", "timer"), "certify": False, "healthy": False}
         decisions.append(decision)
         entry = fleet.get(node)
         if entry is None:
@@ -202,7 +203,8 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
         elif not report["complete"]:
             decision["why"] = "in service; the check was incomplete (%s)" % ("; ".join(report["unreadable"]) or "a source")
         else:
-            decision["why"] = "in service, nothing asks for a drain"
+            decision.update(why="in service, nothing asks for a drain",
+                            healthy=not any(f["severity"] in ("critical", "warning") for f in report["findings"]))
 
     # Drains: worst first, each against the breaker, then the limits of every partition it is in.
     drains.sort(key=lambda item: (-_severity_rank(item[1]), -len(item[1]), item[0]["node"]))

@@ -154,3 +154,34 @@ def test_the_certificate_is_made_from_the_roles_records():
         return_certificate(DCGM_PASS, nccl="n1")
     with pytest.raises(AnsibleFilterError, match="peer"):
         return_certificate(DCGM_PASS, pairwise=[RUN], peer="n2\nDrain")
+
+
+def test_a_policy_that_names_pairwise_needs_a_run_with_a_healthy_peer():
+    s = settings(checks=["dcgm", "nccl", "pairwise"])
+    ledger, fleet = drained(s)
+    pair = dict(RUN, label="pairwise all_reduce_perf", mode="mpirun", host="n1,n2", figure={"size": 536870912, "busbw": 48.2},
+                expected_busbw=None)
+    with_peer = c.check_certificate(return_certificate(DCGM_PASS, nccl=[RUN], pairwise=[pair], peer="n2"), "n1")
+    assert with_peer["checks"][2] == {"name": "pairwise", "status": "pass", "busbw": 48.2, "size": 536870912,
+                                      "detail": "pairwise all_reduce_perf", "peer": "n2"}
+    resumed = r.plan({"n1": report()}, fleet, ledger, s, NOW + 60, certificates={"n1": with_peer})["decisions"][0]
+    assert resumed["action"] == "resume" and "pairwise pass 48.2 GB/s with n2" in resumed["why"]
+    alone = c.check_certificate(return_certificate(DCGM_PASS, nccl=[RUN], pairwise=[
+        {"label": "pairwise", "passed": False, "not_run": "no healthy node in service to pair with"}]), "n1")
+    kept = r.plan({"n1": report()}, fleet, ledger, s, NOW + 60, certificates={"n1": alone})["decisions"][0]
+    assert kept["action"] == "none" and kept["why"].endswith(
+        "does not certify: pairwise not run: pairwise: no healthy node in service to pair with")
+
+
+def test_the_plan_names_the_healthy_peers_and_the_messages_name_the_certificate():
+    s = settings()
+    ledger, fleet = drained(s)
+    warned = dict(XID, check="mtu", severity="warning", target="n2:eth2")
+    result = r.plan({"n1": report(), "n2": protocol.check_report({"node": "n2", "findings": [], "complete": True})},
+                    fleet, ledger, s, NOW, certificates={"n1": certify()})
+    by = dict((d["node"], d) for d in result["decisions"])
+    assert by["n2"]["healthy"] and not by["n1"]["healthy"]
+    told = r.messages(result, "slurm")
+    assert [m["status"] for m in told] == ["resumed"] and "certified 2026-11-24T13:16:24Z: dcgm level 2 pass" in told[0]["detail"]
+    unwell = r.plan({"n2": protocol.check_report({"node": "n2", "findings": [warned], "complete": True})}, fleet, ledger, s, NOW)
+    assert not unwell["decisions"][0]["healthy"]
