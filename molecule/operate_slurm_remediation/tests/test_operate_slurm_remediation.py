@@ -20,6 +20,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -282,6 +283,7 @@ CERTIFY = {"required": True, "dcgm_level": 2, "checks": ["dcgm", "nccl", "pairwi
 # The return-to-service check's tools are stand-ins replaying real captures (tests/lab); say so in every report.
 # The stand-in prints no NCCL log, so what NCCL used is not judged here (molecule/validate_nccl_tests_perftest does).
 CERTIFY_VARS = ["-e", json.dumps({"nccl_tests_bin_dir": "/opt/nccl-tests-standin", "nccl_tests_gpus_per_node": 8,
+                                  "gpufabric_report_root": tempfile.mkdtemp(prefix="gpufabric-certify-"),
                                   "nccl_tests_nccl_debug": False, "nccl_tests_port_counters": False,
                                   "gpufabric_replayed_from": "stand-ins replaying public DCGM and nccl-tests captures"})]
 

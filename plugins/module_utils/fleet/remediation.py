@@ -395,4 +395,6 @@ def decision_text(scheduler, decision):
         return "%s: could not %s %s: %s" % (name, decision["action"], decision["node"], decision["error"])
     if decision["shadow"]:
         return "%s: shadow mode, would have %s %s (%s)" % (name, verb, decision["node"], decision["why"])
+    if decision["action"] == "resume":   # why it may return (the findings cleared, its certificate), not what drained it
+        return "%s: %s %s (%s)" % (name, verb, decision["node"], decision["why"])
     return "%s: %s %s (%s)" % (name, verb, decision["node"], decision["reason"] or decision["why"])
