@@ -8,6 +8,7 @@ tar.gz of what a person (or NVIDIA support) asks for first.
 - ``kernel-log.txt``: the last 512 KiB of the kernel log the checks read (else ``journalctl -k``, else ``dmesg``);
 - ``nvidia-smi-q.txt``: ``nvidia-smi -q``;
 - ``rdma-ports.json``: every RDMA port's state, physical state, rate and counters (sysfs);
+- ``dcgm.json``: the last DCGM result the node's check saw (its level, status, failing GPUs in DCGM's words);
 - ``monitor-state.json``: the health monitor's own record (its last run, open events, counter history);
 - ``nvidia-bug-report.log.gz``: ``nvidia-bug-report.sh --safe-mode``, given what is left of the time budget;
 - ``manifest.json``: each item ``ok``, ``cut`` (at its size limit), ``not run`` (the tool is not there),
@@ -134,9 +135,10 @@ class _Bundle(object):
                     entry.update(status="cut", detail="left out: the bundle would pass its %d-byte limit" % max_bytes)
 
 
-def collect(checks, findings, runner, budget=DEFAULT_BUDGET, max_bytes=DEFAULT_MAX_BYTES, state_file=None, clock=time.time):
+def collect(checks, findings, runner, budget=DEFAULT_BUDGET, max_bytes=DEFAULT_MAX_BYTES, state_file=None, clock=time.time,
+            dcgm=None):
     """-> (tar.gz bytes or None when even the manifest cannot fit, manifest). ``checks``: the node checks' settings
-    (kernel_log, nvidia_smi_path, sysfs_root); ``findings``: the report's."""
+    (kernel_log, nvidia_smi_path, sysfs_root); ``findings``: the report's; ``dcgm``: the check's DCGM result, if any."""
     checks = checks or {}
     bundle = _Bundle(budget, clock)
     bundle.add("findings.json", json.dumps(findings, indent=1, sort_keys=True).encode("utf-8"))
@@ -152,6 +154,10 @@ def collect(checks, findings, runner, budget=DEFAULT_BUDGET, max_bytes=DEFAULT_M
     smi = checks.get("nvidia_smi_path") or runner.which("nvidia-smi")
     bundle.command("nvidia-smi-q.txt", runner, [smi, "-q"], 20)
     bundle.add("rdma-ports.json", json.dumps(_ports(checks.get("sysfs_root")), indent=1, sort_keys=True).encode("utf-8"))
+    if dcgm:
+        bundle.add("dcgm.json", json.dumps(dcgm, indent=1, sort_keys=True).encode("utf-8"))
+    else:
+        bundle.add("dcgm.json", None, "not run", "the node's check runs no DCGM diagnostic (checks dcgm_level unset)")
     if state_file:
         data, cut = _tail(state_file, MEMBER_MAX)
         bundle.add("monitor-state.json", data, "ok" if data is not None else "failed",

@@ -174,15 +174,15 @@ def write_metrics(config, result, host, now, duration, state, log, state_saved=T
         log("metrics: %s" % exc)
 
 
-def send_evidence(config, request, findings, runner, log, clock=time.time):
+def send_evidence(config, request, result, runner, log, clock=time.time):
     """Collect the bundle the decider asked for (node/evidence.py: within its budget and size) and post it, signed.
     The drain happened before the decider asked; a collection that fails or runs out of time sends what it has."""
     try:
         ident, budget, max_bytes = str(request["id"]), int(request["budget"]), int(request["max_bytes"])
     except (KeyError, TypeError, ValueError):
         return log("evidence: the decider's request is not one this monitor reads: %r" % (request,))
-    data, manifest = evidence.collect(config["checks"], findings, runner or commands.Runner(), budget, max_bytes,
-                                      paths(config)[0], clock)
+    data, manifest = evidence.collect(config["checks"], result["findings"], runner or commands.Runner(), budget, max_bytes,
+                                      paths(config)[0], clock, (result.get("observed") or {}).get("dcgm"))
     if data is None:
         return log("evidence %s: even the manifest is larger than %d bytes; nothing sent" % (ident, max_bytes))
     decider = config["decider"]
@@ -233,7 +233,7 @@ def run_once(config, runner=None, now=None, log=_say, mode="timer", clock=time.t
     except statefile.StateError as exc:  # the lock (or the state) could not be had
         return unsaved(config, str(exc), host, now, log, clock, runner, mode=mode)
     if decided and decided["decision"].get("evidence_request"):   # the drain is done; the decider wants the evidence
-        send_evidence(config, decided["decision"]["evidence_request"], result["findings"], runner, log, clock)
+        send_evidence(config, decided["decision"]["evidence_request"], result, runner, log, clock)
     totals = {"sent": 0, "failed": 0, "pending": outbox.count(state["outbox"])}
     if mode == "timer" and config["webhooks"]:
         totals = delivery.deliver_state(state_path, lock_path, monitor.check_state, config["webhooks"], log,

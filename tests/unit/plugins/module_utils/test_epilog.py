@@ -40,6 +40,9 @@ def test_a_level_2_failure_in_the_epilog_drains_through_the_decider(cluster, dcg
     assert c.drained() == ["n01"], lines
     reason = c.slurm()["n01"]["reason"]
     assert reason.startswith("gpufabric: dcgm_diag n01") and reason.endswith("; via epilog"), reason
+    # The evidence bundle carries the DCGM result the epilog saw.
+    sent = [l for l in lines if l.startswith("evidence n01-")]
+    assert sent and "dcgm.json ok" in sent[0], lines
 
 
 def test_the_epilog_wrapper_exits_0_and_a_bad_level_is_refused(tmp_path, cluster, dcgmi):
