@@ -144,6 +144,17 @@ def wait_for_decider(host):
     raise AssertionError("the decider did not come back")
 
 
+def job_until_drained(host, name, tag, seconds):
+    """Submit a one-line job to ``name``; (job id, state, reason) once the node drains, or after ``seconds``."""
+    job = host.check_output("sbatch --parsable -N1 -w %s --wrap hostname -o /tmp/%s-%%j.out", name, tag)
+    for attempt in range(seconds):
+        state, reason = show(host, name)
+        if "DRAIN" in state:
+            break
+        time.sleep(1)
+    return job, state, reason
+
+
 def admin_resume(host, name):
     host.run("scontrol update NodeName=%s State=RESUME", name)
     for attempt in range(30):
@@ -349,12 +360,7 @@ def test_the_epilog_runs_dcgm_level_2_between_jobs_and_the_decider_drains_on_its
     set_decider(host)
     replay_dcgm(NODES[2], "dcgm4_r2_fail_pcie_b200.txt", 226)
     try:
-        job = host.check_output("sbatch --parsable -N1 -w %s --wrap hostname -o /tmp/epilog-%%j.out", NODES[2])
-        for attempt in range(90):
-            state, reason = show(host, NODES[2])
-            if "DRAIN" in state:
-                break
-            time.sleep(1)
+        job, state, reason = job_until_drained(host, NODES[2], "epilog", 90)
         assert "DRAIN" in state, (state, reason)
         assert reason.startswith("gpufabric: dcgm_diag %s" % NODES[2]) and reason.endswith("; via epilog"), reason
         assert "JobState=COMPLETED" in host.check_output("scontrol show job -o %s", job)  # the job itself ran
@@ -413,12 +419,7 @@ def test_repeat_escalation_keeps_a_flapping_node_out(host):
 
 def test_the_prolog_gate_refuses_a_job_only_on_a_node_the_decider_took_out(host):
     fault(NODES[0])  # the fault is there before any check ran: only the prolog sees it
-    job = host.check_output("sbatch --parsable -N1 -w %s --wrap hostname -o /tmp/gate-%%j.out", NODES[0])
-    for attempt in range(60):
-        state, reason = show(host, NODES[0])
-        if "DRAIN" in state:
-            break
-        time.sleep(1)
+    job, state, reason = job_until_drained(host, NODES[0], "gate", 60)
     assert "DRAIN" in state
     assert reason.startswith("gpufabric: gpu_xid %s/GPU 0000:18:00; policy molecule-critical; via gate" % NODES[0])
     record = host.check_output("scontrol show job -o %s", job)

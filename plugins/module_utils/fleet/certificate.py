@@ -26,6 +26,7 @@ __metaclass__ = type
 import math
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import settings as fields
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.messages import iso
 
 CHECKS = ("dcgm", "nccl", "pairwise")
@@ -44,16 +45,7 @@ class CertificateError(ValueError):
 
 def check_settings(given):
     """The policy's ``certification`` section over DEFAULTS: {required, dcgm_level, checks, max_age}."""
-    if given is None:
-        given = {}
-    if not isinstance(given, dict):
-        raise CertificateError("remediation certification must be a mapping, got %r" % (given,))
-    unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:
-        raise CertificateError("remediation certification: unknown key(s) %s (known: %s)"
-                               % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    merged = dict(DEFAULTS)
-    merged.update(dict((k, v) for k, v in given.items() if v is not None))
+    merged = fields.section(given, DEFAULTS, "remediation certification", CertificateError)
     if not isinstance(merged["required"], bool):
         raise CertificateError("remediation certification required must be true or false, got %r" % (merged["required"],))
     level = merged["dcgm_level"]

@@ -21,6 +21,8 @@ __metaclass__ = type
 import datetime
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import settings as fields
+
 EVIDENCE_PATH = "/v1/evidence"
 DEFAULTS = {"enabled": True, "dir": None, "max_bytes": 64 * 1024 * 1024, "max_total_bytes": 2 * 1024 ** 3,
             "keep_per_node": 5, "budget": 45}
@@ -35,15 +37,7 @@ class EvidenceError(ValueError):
 
 def check_settings(given):
     """remediation ``evidence`` over DEFAULTS; EvidenceError names a bad value."""
-    if given is None:
-        given = {}
-    if not isinstance(given, dict):
-        raise EvidenceError("remediation evidence must be a mapping, got %r" % (given,))
-    unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:
-        raise EvidenceError("remediation evidence: unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
-    merged = dict(DEFAULTS)
-    merged.update(dict((k, v) for k, v in given.items() if v is not None))
+    merged = fields.section(given, DEFAULTS, "remediation evidence", EvidenceError)
     if not isinstance(merged["enabled"], bool):
         raise EvidenceError("remediation evidence enabled must be true or false, got %r" % (merged["enabled"],))
     for key, low, high in (("max_bytes", 4096, 1024 ** 3), ("max_total_bytes", 4096, 1024 ** 4), ("keep_per_node", 1, 1000),

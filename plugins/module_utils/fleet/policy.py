@@ -19,7 +19,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, evidence
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, evidence, settings
 
 ACTIONS = ("notify", "drain", "none")
 MODES = ("shadow", "enforce")
@@ -80,16 +80,7 @@ def _percent(value, key, where):
 
 
 def _section(given, defaults, where):
-    if given is None:
-        given = {}
-    if not isinstance(given, dict):
-        raise PolicyError("%s must be a mapping, got %r" % (where, given))
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise PolicyError("unknown %s key(s) %s (known: %s)" % (where, ", ".join(unknown), ", ".join(sorted(defaults))))
-    merged = dict(defaults)
-    merged.update(dict((k, v) for k, v in given.items() if v is not None))
-    return merged
+    return settings.section(given, defaults, where, PolicyError)
 
 
 def check_limits(limits):

@@ -17,6 +17,21 @@ class ConfigError(ValueError):
     """A configuration the program cannot run with; the message names the entry and the value."""
 
 
+def section(given, defaults, where, error=ConfigError):
+    """A settings section (a mapping, or None for all defaults) over ``defaults``: its None values take the default;
+    ``error`` (a ValueError class) names a section that is no mapping or a key it does not know."""
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise error("%s must be a mapping, got %r" % (where, given))
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise error("unknown %s key(s) %s (known: %s)" % (where, ", ".join(unknown), ", ".join(sorted(defaults))))
+    merged = dict(defaults)
+    merged.update(dict((k, v) for k, v in given.items() if v is not None))
+    return merged
+
+
 def seconds(merged, names, maximum=None):
     for name in names:
         value = merged[name]

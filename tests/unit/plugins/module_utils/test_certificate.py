@@ -56,7 +56,7 @@ def certify(dcgm=DCGM_PASS, nccl=(RUN,)):
     ({"checks": []}, "checks must be a list of distinct names"),
     ({"max_age": 10}, "max_age must be whole seconds from 60 to 2592000, got 10"),
     ({"required": "yes"}, "certification required must be true or false, got 'yes'"),
-    ({"level": 2}, "certification: unknown key(s) level (known: checks, dcgm_level, max_age, required)"),
+    ({"level": 2}, "unknown remediation certification key(s) level (known: checks, dcgm_level, max_age, required)"),
 ])
 def test_bad_certification_settings_are_refused_naming_the_value(given, message):
     with pytest.raises(PolicyError) as err:

@@ -144,7 +144,7 @@ def _write(tmp_path, data):
     ({"budget": 0}, "evidence budget must be a whole number from 5 to 600"),
     ({"dir": "relative/path"}, "evidence dir must be an absolute path on one line"),
     ({"max_total_bytes": 8192, "max_bytes": 16384}, "max_total_bytes (8192) must be at least max_bytes (16384)"),
-    ({"keep": 3}, "remediation evidence: unknown key(s) keep"),
+    ({"keep": 3}, "unknown remediation evidence key(s) keep"),
 ])
 def test_bad_evidence_settings_are_refused_naming_the_value(given, message):
     with pytest.raises(PolicyError) as err:
