@@ -57,7 +57,7 @@ options:
       - Return-to-service certificates, the node's name in the scheduler to what the active check it ran after the
         drain found - C(checks) (each C(name) V(dcgm), V(nccl) or V(pairwise), C(status) V(pass), V(fail), V(warn) or
         V(not run), and C(level), C(busbw), C(expected), C(size), C(peer), C(detail)), C(versions) and C(measured_at).
-        The playbook P(gpufabric.rdma.remediate#playbook) makes them from the filter
+        The C(gpufabric.rdma.remediate) playbook makes them with the filter
         P(gpufabric.rdma.return_certificate#filter).
       - The decider stamps each with the scheduler's clock and keeps it in the node's ledger record; a node gpufabric
         did not drain ignores it. With C(certification.required) (the default) a node is resumed only on a
