@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider, evidence, protocol
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, decider, evidence, protocol
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import PolicyError, check_config
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import evidence as collector
@@ -164,3 +164,22 @@ def test_the_deciders_metrics_give_each_nodes_time_from_drain_to_resume_and_the_
     assert mttr and 0 <= int(mttr.group(1)) < 60, text
     assert 'gpufabric_remediation_evidence_bundles{cluster="lab"} 1' in text
     assert re.search(r'^gpufabric_remediation_evidence_bytes\{cluster="lab"\} [1-9]\d*$', text, re.M)
+
+
+def test_the_resume_message_and_the_ledger_name_the_certificate(cluster):
+    """Through the real webhook receiver: the message of a certified resume names the certificate (the AWX run
+    records it; the service's delivery thread sends what the decider queued)."""
+    c = cluster(["n01", "n02"], certification={"required": True, "checks": ["dcgm"]})
+    c.fault("n01")
+    c.run("n01")
+    c.fault("n01", False)
+    assert any("no return-to-service certificate" in line for line in c.run("n01"))
+    cert = certificate.check_certificate({"checks": [{"name": "dcgm", "status": "pass", "level": 2}],
+                                          "versions": {"dcgm": "4.2.3"}}, "n01")
+    report = protocol.check_report({"node": "n01", "findings": [], "complete": True, "source": "awx"})
+    decided = decider.decide({"n01": report}, c.config, time.time, c.lines.append, certificates={"n01": cert})
+    assert decided["decisions"][0]["done"] and c.drained() == []
+    told = [m for m in c.messages(3, wait=10) if m.get("status") == "resumed"]
+    assert told and "certified " in told[0]["detail"] and "dcgm level 2 pass; DCGM 4.2.3" in told[0]["detail"], c.messages(3)
+    ledger = json.loads(open(os.path.join(c.config["state_dir"], "decider.json")).read())["ledger"]
+    assert ledger["nodes"]["n01"]["resumes"][-1]["certificate"]["checks"] == ["dcgm level 2 pass"]
