@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness, versions
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import TEXT, Mapping, expect, filters
@@ -35,7 +35,7 @@ def node_summary(records):
     return report.node_summary(_records("node_summary", records))
 
 
-def readiness_report(records, expected_gpu_count=None, nccl_check=None):
+def readiness_report(records, expected_gpu_count=None, nccl_check=None, known_good=None):
     if expected_gpu_count not in (None, ""):
         text = str(expected_gpu_count).strip()
         if isinstance(expected_gpu_count, bool) or not text.isdigit() or not text.isascii():
@@ -48,7 +48,8 @@ def readiness_report(records, expected_gpu_count=None, nccl_check=None):
                                    not all(isinstance(run, Mapping) for run in nccl_check)):
         raise ValueError("nccl_check must be nccl_tests_judge's result (a list of judged runs), got %r" % (nccl_check,))
     return readiness.build_report(_records("readiness_report", records), expected_gpu_count,
-                                  None if nccl_check is None else [dict(run) for run in nccl_check])
+                                  None if nccl_check is None else [dict(run) for run in nccl_check],
+                                  versions.check_policy(known_good or None))
 
 
 def readiness_markdown(report_data):

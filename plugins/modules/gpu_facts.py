@@ -97,7 +97,7 @@ ansible_facts:
           sample: 8
         gpus:
           description:
-            - One entry per GPU with C(index), C(name), C(uuid), C(pci_bus_id), C(serial),
+            - One entry per GPU with C(index), C(name), C(uuid), C(pci_bus_id), C(serial), C(vbios_version),
               C(memory_total_mib), C(persistence_mode), C(mig_mode), C(ecc_enabled),
               C(ecc_uncorrected_volatile), C(power_limit_w), C(temperature_c) and C(compute_capability)
               (C(9.0); null when the driver cannot say).

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import known_good_floors, nccl_path, versions
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import render_table
@@ -164,9 +164,10 @@ def nccl_check_findings(judged):
     return found
 
 
-def build_report(records, expected_gpu_count=None, nccl_check=None):
+def build_report(records, expected_gpu_count=None, nccl_check=None, known_good=None):
     """The whole report: per node facts and findings, cluster findings, and `ready`. ``nccl_check``: the judged
-    runs of the readiness NCCL check, when it was asked for."""
+    runs of the readiness NCCL check, when it was asked for; ``known_good``: the site's floors and pins per SKU
+    (versions.check_policy), over the shipped security floors."""
     if not isinstance(records, dict):
         raise TypeError("readiness_report expects a mapping of host name to node record")
     if expected_gpu_count is not None:
@@ -187,6 +188,7 @@ def build_report(records, expected_gpu_count=None, nccl_check=None):
             "findings": node_findings(host, record, expected_gpu_count),
         }
     cluster = cluster_findings(records, expected_gpu_count)
+    cluster += versions.findings(records, known_good, known_good_floors.DRIVER_FLOORS)
     if nccl_check is not None:
         cluster += nccl_check_findings(nccl_check) or [finding(
             "nccl_path", "critical", "cluster", "the readiness NCCL check was asked for but no run was judged",
@@ -199,6 +201,7 @@ def build_report(records, expected_gpu_count=None, nccl_check=None):
         "cluster_findings": cluster,
         "counts": counts,
         "ready": counts["critical"] == 0,
+        "known_good": versions.majority(records),
     }
 
 
@@ -233,6 +236,7 @@ def render_markdown(report):
         lines.append("")
         lines += ["- `%s`" % reason for reason in nccl.get("reasons") or []] or ["- (none)"]
         lines.append("")
+    lines += _known_good_lines(report)
     lines += ["## Findings", ""]
     every = [f for n in report["nodes"].values() for f in n["findings"]] + report["cluster_findings"]
     if not every:
@@ -244,6 +248,21 @@ def render_markdown(report):
             cells = (f["severity"], f["check"], f["target"], f["detail"].replace("|", "/"), f["fix_hint"].replace("|", "/"))
             lines.append("| %s | %s | %s | %s | %s |" % cells)
     return "\n".join(lines) + "\n"
+
+
+def _known_good_lines(report):
+    """The known-good section: per SKU the majority versions and the nodes off them or below a floor."""
+    skus = report.get("known_good") or {}
+    if not skus:
+        return []
+    lines = ["## Known-good state", ""]
+    off = [f for f in report["cluster_findings"] if f["check"] in ("version_floor", "version_drift")]
+    for kind, entry in sorted(skus.items()):
+        shown = ", ".join("%s %s" % (k, v) for k, v in sorted(entry["versions"].items()) if v) or "no versions recorded"
+        lines.append("- **%s** (%d node(s)): %s" % (kind, len(entry["nodes"]), shown))
+        mine = [f for f in off if f["target"].split("/", 1)[0] in entry["nodes"]]
+        lines += ["  - %s %s: %s" % (f["severity"], f["target"], f["detail"]) for f in mine]
+    return lines + [""]
 
 
 def render_text(report):

@@ -136,6 +136,7 @@ def parse_nvidia_smi_xml(text):
             "uuid": xml_text(gpu, "uuid"),
             "pci_bus_id": xml_text(gpu, "pci/pci_bus_id") or gpu.get("id"),
             "serial": xml_text(gpu, "serial"),
+            "vbios_version": xml_text(gpu, "vbios_version"),
             "memory_total_mib": int(memory) if memory is not None else None,
             "persistence_mode": bool(_enabled(xml_text(gpu, "persistence_mode"))),
             "mig_mode": xml_text(gpu, "mig_mode/current_mig"),

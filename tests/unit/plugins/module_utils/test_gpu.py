@@ -11,7 +11,7 @@ def test_h200_nvidia_smi_xml(read_fixture):
     assert first == {
         "index": 0, "minor_number": 0, "name": "NVIDIA H200",
         "uuid": "GPU-ba870ea2-f3da-7103-8d8f-0aa7218154d3", "pci_bus_id": "00000000:00:06.0",
-        "serial": "1653724066167", "memory_total_mib": 143771, "persistence_mode": True,
+        "serial": "1653724066167", "vbios_version": "96.00.A5.00.1A", "memory_total_mib": 143771, "persistence_mode": True,
         "mig_mode": "Disabled", "ecc_enabled": True,
         # sram_uncorrectable_parity + sram_uncorrectable_secded + dram_uncorrectable
         "ecc_uncorrected_volatile": 0,
