@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the RDMA/NVLink tools operators run by hand and NCCL_DEBUG=INFO logs (thin wrappers
 over the readers in module_utils/parse/ - ibstat.py, ibdev2netdev.py, show_gids.py, rdma_link.py, eadm.py,
-nvlink.py, nccl_debug.py, dcgm.py - and module_utils/judge/port_traffic.py and module_utils/judge/nccl_path.py)."""
+nvlink.py, nccl_debug.py, dcgm.py, mlxconfig.py - and module_utils/judge/port_traffic.py and module_utils/judge/nccl_path.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path, port_traffic
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import (
-    dcgm, eadm, ibdev2netdev, ibstat, nccl_debug, nvlink, rdma_link, show_gids)
+    dcgm, eadm, ibdev2netdev, ibstat, mlxconfig, nccl_debug, nvlink, rdma_link, show_gids)
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
@@ -52,6 +52,10 @@ def parse_nvlink_status(value):
 
 def parse_nvlink_errors(value):
     return nvlink.parse_nvlink_errors(_text(value, "parse_nvlink_errors"))
+
+
+def parse_mlxconfig(value):
+    return mlxconfig.parse_mlxconfig(_text(value, "parse_mlxconfig"))
 
 
 def parse_dcgmi_diag(value):
@@ -122,6 +126,7 @@ class FilterModule(object):
             "parse_show_gids": parse_show_gids, "parse_rdma_link": parse_rdma_link, "parse_eadm_stat": parse_eadm_stat,
             "parse_nvlink_status": parse_nvlink_status, "parse_nvlink_errors": parse_nvlink_errors,
             "parse_nccl_debug": parse_nccl_debug, "judge_nccl_debug": judge_nccl_debug, "parse_dcgmi_diag": parse_dcgmi_diag,
+            "parse_mlxconfig": parse_mlxconfig,
             "roce_v2_gid_index": roce_v2_gid_index, "show_gids_cross_check": show_gids_cross_check,
             "nvlink_findings": nvlink_findings, "port_counter_deltas": port_counter_deltas,
         })
