@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The GPUDirect path through PCIe, judged from ``lspci -vvv`` (parse/lspci.py):
+
+- **pcie_acs** (warning): PCIe bridges with ACS redirection on (``ACSCtl: SrcValid+``, ``ReqRedir+`` or
+  ``CmpltRedir+``) on a bare-metal node with GPUs and RDMA NICs: peer-to-peer traffic between a GPU and a NIC below
+  them goes up to the root complex and back, which costs GPUDirect RDMA much of its bandwidth without an error
+  (NCCL's troubleshooting guide: disable ACS on bare metal). A virtual machine needs ACS for isolation: not judged.
+- **pcie_link** (warning): a GPU whose link runs at fewer lanes than it can, or an RDMA NIC at fewer lanes or a lower
+  speed (an idle GPU lowers its speed to save power, so a GPU's speed alone is not a finding).
+
+Pure, standard library only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import lspci
+
+SHOWN = 8
+ACS_FIX = ("disable ACS redirection on those bridges for bare metal (the BIOS's ACS option, or at boot "
+           "`setpci -s <bridge> ECAP_ACS+0x6.w=0000` for each; NCCL's troubleshooting guide), then run nccl-tests again")
+
+
+def _link_problem(device):
+    cap, sta = device.get("lnk_cap") or {}, device.get("lnk_sta") or {}
+    problems = []
+    if cap.get("width") and sta.get("width") and sta["width"] < cap["width"]:
+        problems.append("x%d of x%d lanes" % (sta["width"], cap["width"]))
+    if lspci.is_nic(device) and cap.get("speed_gts") and sta.get("speed_gts") and sta["speed_gts"] < cap["speed_gts"]:
+        problems.append("%g of %g GT/s" % (sta["speed_gts"], cap["speed_gts"]))
+    return problems
+
+
+def findings(host, parsed, virtualized=False):
+    """lspci.parse_lspci's result of one node -> findings (pcie_acs, pcie_link)."""
+    devices = parsed.get("devices") or []
+    out = []
+    gpus = [d for d in devices if lspci.is_gpu(d)]
+    nics = [d for d in devices if lspci.is_nic(d)]
+    redirecting = [(d["address"], lspci.acs_redirects(d.get("acs_ctl"))) for d in devices if d.get("bridge")]
+    redirecting = [(address, on) for address, on in redirecting if on]
+    loose = [on for on in (lspci.acs_redirects(flags) for flags in parsed.get("acs_lines") or []) if on]
+    if (redirecting or loose) and not virtualized and (gpus and nics or not devices):
+        named = ["%s (%s)" % (address, " ".join(on)) for address, on in redirecting[:SHOWN]]
+        count = len(redirecting) + len(loose)
+        detail = "ACS redirects peer-to-peer traffic on %d PCIe bridge(s)%s: GPUDirect RDMA between a GPU and a NIC " \
+                 "below them goes through the root complex" % (count, ": " + ", ".join(named) if named else "")
+        if len(redirecting) > SHOWN:
+            detail += " and %d more" % (len(redirecting) - SHOWN)
+        out.append(finding("pcie_acs", "warning", host, detail, ACS_FIX))
+    for device in gpus + nics:
+        problems = _link_problem(device)
+        if problems:
+            out.append(finding("pcie_link", "warning", "%s/%s" % (host, device["address"]),
+                               "%s %s runs at %s" % ("GPU" if lspci.is_gpu(device) else "NIC", device.get("name"),
+                                                      " and ".join(problems)),
+                               "reseat the card or its riser, check the slot's BIOS lane setting and the switch "
+                               "firmware; a link trained down halves what it carries"))
+    return out
+
+
+def summary(parsed):
+    """What the node record keeps: each GPU's and NIC's address, link (capable and running), MaxReadReq, and the
+    bridges with ACS redirection on."""
+    devices = parsed.get("devices") or []
+    keep = []
+    for device in devices:
+        if lspci.is_gpu(device) or lspci.is_nic(device):
+            keep.append(dict((k, device.get(k)) for k in ("address", "name", "lnk_cap", "lnk_sta", "max_read_req")))
+    return {"devices": keep,
+            "acs_redirect": [d["address"] for d in devices if d.get("bridge") and lspci.acs_redirects(d.get("acs_ctl"))]}
