@@ -55,9 +55,9 @@ def findings(host, parsed, virtualized=False):
     for device in gpus + nics:
         problems = _link_problem(device)
         if problems:
+            kind = "GPU" if lspci.is_gpu(device) else "NIC"
             out.append(finding("pcie_link", "warning", "%s/%s" % (host, device["address"]),
-                               "%s %s runs at %s" % ("GPU" if lspci.is_gpu(device) else "NIC", device.get("name"),
-                                                      " and ".join(problems)),
+                               "%s %s runs at %s" % (kind, device.get("name"), " and ".join(problems)),
                                "reseat the card or its riser, check the slot's BIOS lane setting and the switch "
                                "firmware; a link trained down halves what it carries"))
     return out

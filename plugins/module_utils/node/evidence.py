@@ -186,4 +186,3 @@ def collect(checks, findings, runner, budget=DEFAULT_BUDGET, max_bytes=DEFAULT_M
 def manifest_line(manifest):
     """'kernel-log.txt ok, nvidia-smi-q.txt timed out (...)' for the log."""
     return ", ".join("%s %s" % (e["name"], e["status"]) for e in manifest)
-

@@ -36,9 +36,9 @@ def report(findings=()):
 
 def drained(settings_, at=NOW - 600):
     """n1 drained by gpufabric for an Xid at ``at``, as a plan made it (a real drain in enforce mode)."""
-    result = r.plan({"n1": report([XID])}, {"n1": {"partitions": ["gpu"], "drained": False, "reason": None,
-                                                  "reason_time": None},
-                                           "n2": {"partitions": ["gpu"], "drained": False}}, empty_ledger(), settings_, at)
+    before = {"n1": {"partitions": ["gpu"], "drained": False, "reason": None, "reason_time": None},
+              "n2": {"partitions": ["gpu"], "drained": False}}
+    result = r.plan({"n1": report([XID])}, before, empty_ledger(), settings_, at)
     reason = result["decisions"][0]["reason"]
     result["ledger"]["nodes"]["n1"]["drains"][-1].pop("pending", None)
     fleet = {"n1": {"partitions": ["gpu"], "drained": True, "reason": reason, "reason_time": at},
@@ -46,7 +46,8 @@ def drained(settings_, at=NOW - 600):
     return result["ledger"], fleet
 
 
-def certify(dcgm=DCGM_PASS, nccl=(RUN,)):
+def certify(dcgm=None, nccl=(RUN,)):
+    dcgm = DCGM_PASS if dcgm is None else dcgm
     return c.check_certificate(c.from_results(dcgm, list(nccl) if nccl is not None else None, measured_at=NOW), "n1")
 
 

@@ -22,8 +22,8 @@ def test_a_gpu_server_subtree_through_a_gen5_switch():
     assert len(parsed["devices"]) == 13
     gpu, nic = by["0000:19:00.0"], by["0000:1a:00.0"]
     assert lspci.is_gpu(gpu) and lspci.is_nic(nic) and not lspci.is_nic(gpu)
-    assert gpu["lnk_cap"]["width"] == 16 and gpu["lnk_sta"] == {"speed_gts": 32.0, "width": 16, "speed_downgraded": False,
-                                                                 "width_downgraded": False}
+    assert gpu["lnk_cap"]["width"] == 16
+    assert gpu["lnk_sta"] == {"speed_gts": 32.0, "width": 16, "speed_downgraded": False, "width_downgraded": False}
     assert by["0000:17:00.0"]["lnk_sta"]["speed_downgraded"] and by["0000:17:00.0"]["bridge"]
     assert by["0000:15:01.0"]["max_read_req"] == 4096 and by["0000:15:01.0"]["max_payload"] == 256
     switch = [d for d in parsed["devices"] if d["bridge"] and d["acs_ctl"] is not None]

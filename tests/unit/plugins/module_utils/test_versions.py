@@ -51,8 +51,8 @@ def test_one_node_off_the_majority_and_one_below_a_floor_give_exactly_those_two_
 
 def test_a_sites_floor_and_pin_come_first_and_an_unknown_branch_is_said():
     records = _fleet(n3={"kernel": "5.15.0-100-generic"}, n5={"driver": "575.51.02"})
-    report = readiness_report(records, known_good={"NVIDIA H200 x MT4129": {"floors": {"kernel": "6.8"},
-                                                                           "pins": {"nic_fw": "28.39.1002"}}})
+    policy = {"NVIDIA H200 x MT4129": {"floors": {"kernel": "6.8"}, "pins": {"nic_fw": "28.39.1002"}}}
+    report = readiness_report(records, known_good=policy)
     found = [(f["check"], f["severity"], f["target"], f["detail"]) for f in report["cluster_findings"]
              if f["check"].startswith("version")]
     assert ("version_floor", "critical", "n3", "kernel 5.15.0-100-generic is below the floor 6.8 (the site's floor for "
