@@ -7,8 +7,8 @@
   ``CmpltRedir+``) on a bare-metal node with GPUs and RDMA NICs: peer-to-peer traffic between a GPU and a NIC below
   them goes up to the root complex and back, which costs GPUDirect RDMA much of its bandwidth without an error
   (NCCL's troubleshooting guide: disable ACS on bare metal). A virtual machine needs ACS for isolation: not judged.
-- **pcie_link** (warning): a GPU whose link runs at fewer lanes than it can, or an RDMA NIC at fewer lanes or a lower
-  speed (an idle GPU lowers its speed to save power, so a GPU's speed alone is not a finding).
+- **pcie_link** (warning): a GPU or NIC link trained down, judged as the health check judges it from sysfs
+  (rates.pcie_findings: fewer lanes for either, a lower speed for a NIC; an idle GPU lowers its speed on its own).
 
 Pure, standard library only.
 """
@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import rates
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import lspci
 
 SHOWN = 8
@@ -25,14 +26,16 @@ ACS_FIX = ("disable ACS redirection on those bridges for bare metal (the BIOS's 
            "`setpci -s <bridge> ECAP_ACS+0x6.w=0000` for each; NCCL's troubleshooting guide), then run nccl-tests again")
 
 
-def _link_problem(device):
-    cap, sta = device.get("lnk_cap") or {}, device.get("lnk_sta") or {}
-    problems = []
-    if cap.get("width") and sta.get("width") and sta["width"] < cap["width"]:
-        problems.append("x%d of x%d lanes" % (sta["width"], cap["width"]))
-    if lspci.is_nic(device) and cap.get("speed_gts") and sta.get("speed_gts") and sta["speed_gts"] < cap["speed_gts"]:
-        problems.append("%g of %g GT/s" % (sta["speed_gts"], cap["speed_gts"]))
-    return problems
+def links(parsed):
+    """The GPUs' and NICs' links as the health check judges them (rates.pcie_findings: one owner of that judgement)."""
+    out = []
+    for device in parsed.get("devices") or []:
+        kind = "gpu" if lspci.is_gpu(device) else ("nic" if lspci.is_nic(device) else None)
+        if kind:
+            cap, sta = device.get("lnk_cap") or {}, device.get("lnk_sta") or {}
+            out.append({"address": device["address"], "kind": kind, "name": None, "current_width": sta.get("width"),
+                        "max_width": cap.get("width"), "current_speed": sta.get("speed_gts"), "max_speed": cap.get("speed_gts")})
+    return out
 
 
 def findings(host, parsed, virtualized=False):
@@ -52,15 +55,7 @@ def findings(host, parsed, virtualized=False):
         if len(redirecting) > SHOWN:
             detail += " and %d more" % (len(redirecting) - SHOWN)
         out.append(finding("pcie_acs", "warning", host, detail, ACS_FIX))
-    for device in gpus + nics:
-        problems = _link_problem(device)
-        if problems:
-            kind = "GPU" if lspci.is_gpu(device) else "NIC"
-            out.append(finding("pcie_link", "warning", "%s/%s" % (host, device["address"]),
-                               "%s %s runs at %s" % (kind, device.get("name"), " and ".join(problems)),
-                               "reseat the card or its riser, check the slot's BIOS lane setting and the switch "
-                               "firmware; a link trained down halves what it carries"))
-    return out
+    return out + rates.pcie_findings(host, links(parsed))
 
 
 def summary(parsed):
