@@ -298,7 +298,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
                 if drain_at is not None:
                     extra.update(drained_at=drain_at, mttr=max(0, now - drain_at))
                 if cert and certificate.refusal(cert, drain_at, now, certify_cfg) is None:
-                    extra["certificate"] = certificate.brief(cert)
+                    extra["certificate"] = dict(certificate.brief(cert), cleared=recorded)
                     why += "; %s" % certificate.text(cert)
                     rec.pop("certificate", None)   # one certificate, one resume
                 decision.update(action="resume", reason=reason, findings=recorded, why=why,

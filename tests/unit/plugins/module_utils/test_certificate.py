@@ -91,6 +91,7 @@ def test_a_cleared_node_stays_drained_until_a_passing_certificate_and_then_resum
                                "nccl pass 361.2 GB/s of 450 expected; DCGM 4.2.3, driver 570.124.06, NCCL 2.28.3")
     resume = passing["ledger"]["nodes"]["n1"]["resumes"][-1]
     assert resume["drained_at"] == NOW - 600 and resume["certificate"]["at"] == NOW + 120
+    assert resume["certificate"]["cleared"] == ["gpu_xid|n1/GPU 0000:18:00"]   # the drain's findings it cleared
     assert "certificate" not in passing["ledger"]["nodes"]["n1"]
     check_ledger(failing["ledger"])   # a stored certificate reads back
 
