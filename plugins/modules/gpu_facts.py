@@ -14,7 +14,7 @@ short_description: Discover NVIDIA GPUs, their topology and GPUDirect peer memor
 version_added: 0.1.0
 author: gpufabric.rdma maintainers (@gpufabric)
 description:
-  - Runs C(nvidia-smi -q -x), C(nvidia-smi --query-gpu=index,compute_cap) and C(nvidia-smi topo -m) and
+  - Runs C(nvidia-smi -q -x), C(nvidia-smi --query-gpu=index,compute_cap), C(nvidia-smi topo -m) and C(lspci -vvv) and
     reads C(/proc/modules), and returns the GPUs with their compute capability, the GPU/NIC topology
     matrix with the closest NICs of each GPU, whether NVLink connects the GPUs, and whether GPUDirect
     RDMA peer memory (C(nvidia_peermem) or the legacy C(nv_peer_mem)) is loaded.
@@ -136,6 +136,17 @@ ansible_facts:
           type: dict
           returned: always
           sample: {"loaded": true, "module": "nvidia_peermem"}
+        pcie:
+          description:
+            - The GPUDirect path through PCIe from C(lspci -vvv) (run as root) - C(links) (each GPU's and RDMA NIC's
+              C(address), C(kind), C(current_width), C(max_width), C(current_speed) for a NIC, C(max_speed)),
+              C(acs_redirect) (the PCIe bridges with ACS redirection on, C(address) and the controls C(on)),
+              C(acs_loose), C(gpus), C(nics), C(devices); readiness judges it (C(pcie_acs), C(pcie_link)).
+            - Only C(error) when C(lspci) is missing or fails; C(error) beside the rest when it ran without root.
+          type: dict
+          returned: always
+          sample: {"links": [{"address": "0000:19:00.0", "kind": "gpu", "current_width": 16, "max_width": 16}],
+                   "acs_redirect": [], "acs_loose": 0, "gpus": 1, "nics": 3, "devices": 13}
         pci_gpus:
           description:
             - The NVIDIA GPUs on the PCI bus, C(address), C(device) (PCI device id) and C(driver) (the bound driver's
@@ -164,8 +175,9 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import pcie_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, files, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nvidia_smi_fabric
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, lspci, nvidia_smi_fabric
 
 DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 
@@ -177,6 +189,23 @@ def _empty(peermem, toolkit, error=None):
     if error:
         facts["error"] = error
     return facts
+
+
+def _pcie(runner):
+    """lspci -vvv kept for the GPUDirect path (pcie_path.summary), or {'error': why} when it could not be read."""
+    tool = runner.which("lspci")
+    if not tool:
+        return {"error": "lspci is not installed (pciutils)"}
+    result = runner.run([tool, "-vvv"])
+    if not result.ok:
+        return {"error": result.describe()}
+    try:
+        kept = pcie_path.summary(lspci.parse_lspci(result.stdout))
+    except ValueError as exc:
+        return {"error": "lspci -vvv: %s" % exc}
+    if "<access denied>" in result.stdout:
+        kept["error"] = "lspci ran without root: the PCIe capabilities (ACS, links) were not readable"
+    return kept
 
 
 def _cuda_toolkit(runner):
@@ -205,9 +234,10 @@ def main():
     peermem = gpu.parse_peermem(files.read_text(os.path.join(module.params["procfs_root"], "modules")) or "")
     toolkit = _cuda_toolkit(runner)
     pci_gpus = sysfs.read_pci_gpus(sysfs.checked_root(module))
+    pcie = _pcie(runner)
 
     def done(facts):
-        facts.update(pci_gpus=pci_gpus, not_answering=gpu.pci_gpus_not_answering(pci_gpus, facts))
+        facts.update(pci_gpus=pci_gpus, not_answering=gpu.pci_gpus_not_answering(pci_gpus, facts), pcie=pcie)
         module.exit_json(changed=False, ansible_facts=dict(gpu=facts))
 
     smi = module.params["nvidia_smi_path"]

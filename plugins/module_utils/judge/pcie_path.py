@@ -33,38 +33,37 @@ def links(parsed):
         kind = "gpu" if lspci.is_gpu(device) else ("nic" if lspci.is_nic(device) else None)
         if kind:
             cap, sta = device.get("lnk_cap") or {}, device.get("lnk_sta") or {}
+            # a GPU's speed is not kept: idle GPUs lower it on their own (the record would change every run)
             out.append({"address": device["address"], "kind": kind, "name": None, "current_width": sta.get("width"),
-                        "max_width": cap.get("width"), "current_speed": sta.get("speed_gts"), "max_speed": cap.get("speed_gts")})
+                        "max_width": cap.get("width"), "current_speed": sta.get("speed_gts") if kind == "nic" else None,
+                        "max_speed": cap.get("speed_gts")})
     return out
 
 
-def findings(host, parsed, virtualized=False):
-    """lspci.parse_lspci's result of one node -> findings (pcie_acs, pcie_link)."""
+def summary(parsed):
+    """What the node record keeps of lspci -vvv (gpu_facts' ``pcie``): the GPUs' and NICs' links, the bridges with ACS
+    redirection on (address and the controls on), how many GPUs and NICs, and ACSCtl lines outside any device."""
     devices = parsed.get("devices") or []
+    return {"links": links(parsed),
+            "acs_redirect": [{"address": d["address"], "on": lspci.acs_redirects(d.get("acs_ctl"))} for d in devices
+                             if d.get("bridge") and lspci.acs_redirects(d.get("acs_ctl"))],
+            "acs_loose": sum(1 for flags in parsed.get("acs_lines") or [] if lspci.acs_redirects(flags)),
+            "gpus": sum(1 for d in devices if lspci.is_gpu(d)), "nics": sum(1 for d in devices if lspci.is_nic(d)),
+            "devices": len(devices)}
+
+
+def findings(host, kept, virtualized=False):
+    """A node's summary() (or parse_lspci's result) -> findings (pcie_acs, pcie_link)."""
+    kept = summary(kept) if "acs_lines" in kept else kept
+    redirecting = kept.get("acs_redirect") or []
     out = []
-    gpus = [d for d in devices if lspci.is_gpu(d)]
-    nics = [d for d in devices if lspci.is_nic(d)]
-    redirecting = [(d["address"], lspci.acs_redirects(d.get("acs_ctl"))) for d in devices if d.get("bridge")]
-    redirecting = [(address, on) for address, on in redirecting if on]
-    loose = [on for on in (lspci.acs_redirects(flags) for flags in parsed.get("acs_lines") or []) if on]
-    if (redirecting or loose) and not virtualized and (gpus and nics or not devices):
-        named = ["%s (%s)" % (address, " ".join(on)) for address, on in redirecting[:SHOWN]]
-        count = len(redirecting) + len(loose)
+    count = len(redirecting) + (kept.get("acs_loose") or 0)
+    on_gpu_node = (kept.get("gpus") and kept.get("nics")) or not kept.get("devices")
+    if count and not virtualized and on_gpu_node:
+        named = ["%s (%s)" % (r["address"], " ".join(r["on"])) for r in redirecting[:SHOWN]]
         detail = "ACS redirects peer-to-peer traffic on %d PCIe bridge(s)%s: GPUDirect RDMA between a GPU and a NIC " \
                  "below them goes through the root complex" % (count, ": " + ", ".join(named) if named else "")
         if len(redirecting) > SHOWN:
             detail += " and %d more" % (len(redirecting) - SHOWN)
         out.append(finding("pcie_acs", "warning", host, detail, ACS_FIX))
-    return out + rates.pcie_findings(host, links(parsed))
-
-
-def summary(parsed):
-    """What the node record keeps: each GPU's and NIC's address, link (capable and running), MaxReadReq, and the
-    bridges with ACS redirection on."""
-    devices = parsed.get("devices") or []
-    keep = []
-    for device in devices:
-        if lspci.is_gpu(device) or lspci.is_nic(device):
-            keep.append(dict((k, device.get(k)) for k in ("address", "name", "lnk_cap", "lnk_sta", "max_read_req")))
-    return {"devices": keep,
-            "acs_redirect": [d["address"] for d in devices if d.get("bridge") and lspci.acs_redirects(d.get("acs_ctl"))]}
+    return out + rates.pcie_findings(host, kept.get("links") or [])

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import pcie_path
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import lspci
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "lspci"))
@@ -74,3 +75,33 @@ def test_a_link_trained_down_is_said_for_a_gpu_or_nic_and_not_for_a_gpus_idle_sp
 def test_text_that_is_not_lspci_fails_naming_it():
     with pytest.raises(lspci.LspciError, match="not lspci -vvv output"):
         lspci.parse_lspci("lspci: command not found\n")
+
+
+def test_discovery_keeps_the_path_and_readiness_judges_it(tmp_path, monkeypatch):
+    """gpu_facts runs lspci -vvv (a stand-in printing the Dell capture with two switch ports' ACS turned on), the
+    record keeps the summary, readiness gives pcie_acs on bare metal and nothing in a VM; lspci missing is said."""
+    from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
+    from moduletest import run_module
+    with open(os.path.join(FIXTURES, "lspci_vvv_dell_h100_pex890xx_switch_acs_disabled.txt")) as handle:
+        text = handle.read()
+    on = text.replace("ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir-", "ACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+", 2)
+    (tmp_path / "capture.txt").write_text(on)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "lspci").write_text("#!/bin/sh\n[ \"$1\" = -vvv ] && exec cat %s\nexit 2\n" % (tmp_path / "capture.txt"))
+    (bindir / "lspci").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % bindir)
+    facts = run_module(gpu_facts, {"procfs_root": str(tmp_path), "sysfs_root": str(tmp_path)}, check_mode=True)
+    pcie = facts["ansible_facts"]["gpu"]["pcie"]
+    assert [r["on"] for r in pcie["acs_redirect"]] == [["SrcValid", "ReqRedir", "CmpltRedir"]] * 2, pcie
+    assert (pcie["gpus"], pcie["nics"]) == (1, 3)
+    record = {"gpu": {"present": False, "pcie": pcie}, "rdma_devices": [], "interfaces": [], "virtualization": "none/host"}
+    found = [f for f in readiness.node_findings("node1", record) if f["check"] == "pcie_acs"]
+    assert len(found) == 1 and "on 2 PCIe bridge(s)" in found[0]["detail"]
+    vm = dict(record, virtualization="kvm/guest")
+    assert [f for f in readiness.node_findings("vm1", vm) if f["check"] == "pcie_acs"] == []
+    (bindir / "lspci").unlink()
+    if commands.Runner(path=str(bindir)).which("lspci") is None:   # a host with pciutils of its own has one in /usr/bin
+        facts = run_module(gpu_facts, {"procfs_root": str(tmp_path), "sysfs_root": str(tmp_path)}, check_mode=True)
+        assert facts["ansible_facts"]["gpu"]["pcie"] == {"error": "lspci is not installed (pciutils)"}
