@@ -23,7 +23,9 @@ import re
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
 
 # What a record says, by key: the names the policy, the findings and the metrics use.
-KEYS = ("driver", "cuda", "kernel", "vbios", "nic_fw")
+KEYS = ("driver", "cuda", "kernel", "vbios", "nic_fw", "nic_psid")
+# What a floor or a pin may name (a PSID - the NIC's board id - has no order: it drifts, it has no floor).
+POLICY_KEYS = ("driver", "cuda", "kernel", "vbios", "nic_fw")
 MIN_FLEET = 3
 
 
@@ -57,14 +59,17 @@ def sku(record):
 
 
 def versions(record):
-    """{driver, cuda, kernel, vbios, nic_fw: {device: fw}} of a node record (None where the record has none)."""
+    """{driver, cuda, kernel, vbios, nic_fw: {device: fw}, nic_psid: {device: board id}} of a node record (None where
+    the record has none)."""
     record = record or {}
     gpu = record.get("gpu") or {}
     vbios = sorted(set(g.get("vbios_version") or g.get("vbios") for g in gpu.get("gpus") or []
                        if g.get("vbios_version") or g.get("vbios")))
-    fw = dict((d.get("name"), d.get("fw_ver")) for d in record.get("rdma_devices") or [] if d.get("name") and d.get("fw_ver"))
+    devices = [d for d in record.get("rdma_devices") or [] if d.get("name")]
+    fw = dict((d["name"], d.get("fw_ver")) for d in devices if d.get("fw_ver"))
+    psid = dict((d["name"], d.get("board_id")) for d in devices if d.get("board_id"))
     return {"driver": gpu.get("driver_version"), "cuda": gpu.get("cuda_version"), "kernel": record.get("kernel"),
-            "vbios": ",".join(vbios) or None, "nic_fw": fw or None}
+            "vbios": ",".join(vbios) or None, "nic_fw": fw or None, "nic_psid": psid or None}
 
 
 def check_policy(policy):
@@ -81,8 +86,9 @@ def check_policy(policy):
             if not isinstance(given, dict):
                 raise KnownGoodError("known_good[%s].%s must be a mapping of key to version, got %r" % (name, kind, given))
             for key, value in given.items():
-                if key not in KEYS:
-                    raise KnownGoodError("known_good[%s].%s: unknown key %r (known: %s)" % (name, kind, key, ", ".join(KEYS)))
+                if key not in POLICY_KEYS:
+                    raise KnownGoodError("known_good[%s].%s: unknown key %r (known: %s)" % (name, kind, key,
+                                                                                          ", ".join(POLICY_KEYS)))
                 if version_key(value) is None:
                     raise KnownGoodError("known_good[%s].%s.%s must be a version, got %r" % (name, kind, key, value))
     return policy

@@ -34,7 +34,8 @@ def test_a_record_says_its_versions_and_its_sku():
     record = _record()
     assert versions.sku(record) == "NVIDIA H200 x MT4129"
     assert versions.versions(record) == {"driver": "580.95.05", "cuda": "13.0", "kernel": "6.8.0-60-generic",
-                                         "vbios": "96.00.A5.00.1A", "nic_fw": {"mlx5_0": "28.39.1002", "mlx5_1": "28.39.1002"}}
+                                         "vbios": "96.00.A5.00.1A", "nic_fw": {"mlx5_0": "28.39.1002", "mlx5_1": "28.39.1002"},
+                                         "nic_psid": {"mlx5_0": "MT_0000000838", "mlx5_1": "MT_0000000838"}}
     assert versions.branch("570.124.06") == "570" and versions.version_key("28.39.1002") == (28, 39, 1002)
 
 
@@ -85,3 +86,13 @@ def test_a_bad_policy_is_refused_naming_the_entry(policy, message):
 def test_every_shipped_floor_is_a_version_of_its_branch_with_a_source():
     for name, (version, source) in known_good_floors.DRIVER_FLOORS.items():
         assert versions.branch(version) == name and "NVIDIA security bulletin" in source and "CVE-" in source
+
+
+def test_a_nic_with_another_board_id_than_its_sku_drifts_and_a_board_id_takes_no_floor():
+    records = _fleet()
+    records["n3"]["rdma_devices"][1]["board_id"] = "MT_0000000834"
+    found = [(f["target"], f["detail"]) for f in versions.drift_findings(records)]
+    assert found == [("n3/mlx5_1", "nic_psid MT_0000000834 differs from its SKU's majority MT_0000000838 (4 of 5 NVIDIA "
+                                   "H200 x MT4129 nodes)")]
+    with pytest.raises(versions.KnownGoodError, match="unknown key 'nic_psid'"):
+        versions.check_policy({"*": {"floors": {"nic_psid": "MT_0000000838"}}})

@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NIC firmware settings a node should have, per profile, against what ``mlxconfig q`` shows (parse/mlxconfig.py):
+the per-device plan - each setting to change, from what to what - and the one ``mlxconfig set`` line that makes it.
+
+Profiles (each names mlxconfig settings; ``_P*`` stands for every port the device shows):
+
+- ``roce_lossless``: congestion control (ECN) on the priorities the host marks ECN on (``ecn_priorities``, the
+  rdma_network role's), CNPs on ``cnp_priority`` (6) with DSCP ``cnp_dscp`` (48): ``ROCE_CC_ALGORITHM_P*``,
+  ``ROCE_CC_PRIO_MASK_P*``, ``CNP_802P_PRIO_P*``, ``CNP_DSCP_P*``;
+- ``sriov``: ``SRIOV_EN`` and ``NUM_OF_VFS`` (``num_vfs``) for an SR-IOV device plugin;
+- ``ats``: ``ATS_ENABLED`` (GPUDirect RDMA from virtual machines);
+- ``ethernet`` / ``infiniband``: ``LINK_TYPE_P*`` of a VPI card.
+
+A setting the device does not show is ``missing`` (that card or firmware has no such setting), never guessed. The
+values of a change take effect at the next firmware reset or reboot: the plan says so, and a node in service is never
+changed (the decider drains it first). Pure, standard library only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxconfig
+
+PROFILES = ("roce_lossless", "sriov", "ats", "ethernet", "infiniband")
+DEFAULTS = {"ecn_priorities": [3], "cnp_priority": 6, "cnp_dscp": 48, "num_vfs": 8}
+_SETTING = re.compile(r"^[A-Z][A-Za-z0-9_]{0,63}$")
+_VALUE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+
+
+class FirmwareError(ValueError):
+    """A profile, a parameter or a setting that cannot be planned; the message names it."""
+
+
+def _whole(params, name, low, high):
+    value = params[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise FirmwareError("nic firmware %s must be a whole number from %d to %d, got %r" % (name, low, high, value))
+    return value
+
+
+def desired(profiles, params=None, extra=None):
+    """Profile names (and ``extra`` settings, {NAME: value}) -> {setting or pattern: value}."""
+    if not isinstance(profiles, (list, tuple)) or not all(p in PROFILES for p in profiles):
+        raise FirmwareError("nic firmware profiles must be a list of %s, got %r" % (", ".join(PROFILES), profiles))
+    if "ethernet" in profiles and "infiniband" in profiles:
+        raise FirmwareError("nic firmware profiles: ethernet and infiniband set the same LINK_TYPE; choose one")
+    unknown = sorted(set(params or {}) - set(DEFAULTS))
+    if unknown:
+        raise FirmwareError("nic firmware parameters: unknown %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
+    params = dict(DEFAULTS, **dict((k, v) for k, v in (params or {}).items() if v is not None))
+    priorities = params["ecn_priorities"]
+    if not isinstance(priorities, list) or not priorities or not all(
+            isinstance(p, int) and not isinstance(p, bool) and 0 <= p <= 7 for p in priorities):
+        raise FirmwareError("nic firmware ecn_priorities must be a list of priorities 0 to 7, got %r" % (priorities,))
+    wanted = {}
+    if "roce_lossless" in profiles:
+        wanted.update({"ROCE_CC_ALGORITHM_P*": "ECN", "ROCE_CC_PRIO_MASK_P*": sum(1 << p for p in set(priorities)),
+                       "CNP_802P_PRIO_P*": _whole(params, "cnp_priority", 0, 7),
+                       "CNP_DSCP_P*": _whole(params, "cnp_dscp", 0, 63)})
+    if "sriov" in profiles:
+        wanted.update({"SRIOV_EN": True, "NUM_OF_VFS": _whole(params, "num_vfs", 1, 1024)})
+    if "ats" in profiles:
+        wanted["ATS_ENABLED"] = True
+    if "ethernet" in profiles or "infiniband" in profiles:
+        wanted["LINK_TYPE_P*"] = "ETH" if "ethernet" in profiles else "IB"
+    for name, value in (extra or {}).items():
+        if not isinstance(name, str) or not _SETTING.match(name.rstrip("*")):
+            raise FirmwareError("nic firmware setting %r is not an mlxconfig setting name" % (name,))
+        if isinstance(value, bool) or isinstance(value, int):
+            wanted[name] = value
+        elif isinstance(value, str) and _VALUE.match(value):
+            wanted[name] = value
+        else:
+            raise FirmwareError("nic firmware setting %s: the value must be a number, true/false or a word, got %r" % (name, value))
+    return wanted
+
+
+def _word(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def plan(device, wanted):
+    """One parsed device (parse_mlxconfig's) and desired() -> {device, changes: [{setting, now, wanted}], missing,
+    argv (the mlxconfig set arguments after the tool's name, or None), reset_needed}."""
+    settings = device.get("settings") or {}
+    changes, missing = [], []
+    for name, value in sorted(wanted.items()):
+        if name.endswith("_P*"):
+            names = sorted(n for n in settings if re.match(r"^%s\d+$" % re.escape(name[:-1]), n))
+        else:
+            names = [name] if name in settings else []
+        if not names:
+            missing.append(name)
+            continue
+        for setting in names:
+            now = mlxconfig.effective(settings[setting])
+            if not mlxconfig.matches(now, value):
+                changes.append({"setting": setting, "now": now["text"] if now else None, "wanted": _word(value)})
+    where = device.get("device")
+    argv = None
+    if changes and where:
+        argv = ["-y", "-d", where, "set"] + ["%s=%s" % (c["setting"], c["wanted"]) for c in changes]
+    return {"device": where, "device_type": device.get("device_type"), "changes": changes, "missing": missing,
+            "argv": argv, "reset_needed": bool(changes)}
+
+
+def diff_text(plans):
+    """The per-device diff check mode shows: '<device> (<type>): NAME now -> wanted' lines, and what is missing."""
+    lines = []
+    for item in plans:
+        head = "%s (%s)" % (item["device"], item["device_type"] or "?")
+        if not item["changes"] and not item["missing"]:
+            lines.append("%s: as the profile wants" % head)
+        for change in item["changes"]:
+            lines.append("%s: %s %s -> %s" % (head, change["setting"], change["now"], change["wanted"]))
+        if item["missing"]:
+            lines.append("%s: not shown by this device (no such setting on it): %s" % (head, ", ".join(item["missing"])))
+    return "\n".join(lines) + ("\n" if lines else "")
