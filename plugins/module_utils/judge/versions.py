@@ -87,8 +87,8 @@ def check_policy(policy):
                 raise KnownGoodError("known_good[%s].%s must be a mapping of key to version, got %r" % (name, kind, given))
             for key, value in given.items():
                 if key not in POLICY_KEYS:
-                    raise KnownGoodError("known_good[%s].%s: unknown key %r (known: %s)" % (name, kind, key,
-                                                                                          ", ".join(POLICY_KEYS)))
+                    known = ", ".join(POLICY_KEYS)
+                    raise KnownGoodError("known_good[%s].%s: unknown key %r (known: %s)" % (name, kind, key, known))
                 if version_key(value) is None:
                     raise KnownGoodError("known_good[%s].%s.%s must be a version, got %r" % (name, kind, key, value))
     return policy
