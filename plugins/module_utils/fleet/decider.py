@@ -317,8 +317,7 @@ def ask_for_evidence(result, state, settings):
     received = state.get("evidence") or {}
     for decision in result["decisions"]:
         drains = (state["ledger"]["nodes"].get(decision["node"]) or {}).get("drains") or []
-        name = drains[-1].get("evidence") if drains and decision.get("out_of_service") else None
-        ident = os.path.basename(name)[:-len(".tar.gz")] if isinstance(name, str) and name.endswith(".tar.gz") else None
+        ident = evidence.ident_of(drains[-1].get("evidence")) if drains and decision.get("out_of_service") else None
         if ident and ident not in received:
             decision["evidence_request"] = evidence.request(ident, settings)
 
@@ -330,7 +329,7 @@ def metrics_text(config):
     state = state or empty_state()
     base = {"cluster": config["cluster"]}
     samples = certificate.mttr_samples(state["ledger"])
-    received = (state.get("evidence") or {}).values()
+    received = list((state.get("evidence") or {}).values())
     return render_metrics.render([
         render_metrics.family("gpufabric_remediation_mttr_seconds", "gauge",
                               "Seconds from the drain of a node by gpufabric to its last resume (the decider's MTTR)",
@@ -338,10 +337,10 @@ def metrics_text(config):
                                for node, seconds, certified in samples]),
         render_metrics.family("gpufabric_remediation_evidence_bundles", "gauge",
                               "Evidence bundles received from drained nodes and kept in the decider's state",
-                              [(base, len(list(received)))]),
+                              [(base, len(received))]),
         render_metrics.family("gpufabric_remediation_evidence_bytes", "gauge",
                               "Bytes of the evidence bundles the decider's state records",
-                              [(base, sum(e.get("bytes") or 0 for e in (state.get("evidence") or {}).values()))]),
+                              [(base, sum(e.get("bytes") or 0 for e in received))]),
     ])
 
 

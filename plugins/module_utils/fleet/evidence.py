@@ -68,6 +68,13 @@ def bundle_name(ident):
     return "%s/%s.tar.gz" % (match.group("node"), ident)
 
 
+def ident_of(name):
+    """bundle_name's inverse: 'n1/n1-20261127T080000Z.tar.gz' -> 'n1-20261127T080000Z', None for a name not ours."""
+    base = name.rsplit("/", 1)[-1] if isinstance(name, str) else ""
+    match = BUNDLE.match(base)
+    return base[:-len(".tar.gz")] if match else None
+
+
 def request(ident, settings):
     """What the decider's answer asks of the node."""
     return {"id": ident, "name": bundle_name(ident), "max_bytes": settings["max_bytes"], "budget": settings["budget"]}

@@ -71,6 +71,8 @@ def check_record(record, name="node"):
                 raise ValueError("%s: a drain needs findings (texts) and a reason" % name)
     if record.get("certificate") is not None:
         certificate.check_stored(record["certificate"], name)
+        if record["certificate"].get("at") is None or not _number_or_none(record["certificate"]["at"]):
+            raise ValueError("%s: the certificate needs a time 'at'" % name)
     if not _number_or_none(record.get("unhealthy_at")) or not isinstance(record.get("held"), (str, type(None))):
         raise ValueError("%s: unhealthy_at must be a time and held a text" % name)
     return record

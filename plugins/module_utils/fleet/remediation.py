@@ -86,6 +86,11 @@ def _effective(entry, record, shadow):
 
 # --- planning ------------------------------------------------------------------------------------
 
+def _serious(findings):
+    """Whether a report holds a warning or critical finding."""
+    return any(f["severity"] in ("critical", "warning") for f in findings)
+
+
 def _severity_rank(findings):
     return sum(1 for f in findings if f.get("severity") == "critical")
 
@@ -203,8 +208,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
         elif not report["complete"]:
             decision["why"] = "in service; the check was incomplete (%s)" % ("; ".join(report["unreadable"]) or "a source")
         else:
-            decision.update(why="in service, nothing asks for a drain",
-                            healthy=not any(f["severity"] in ("critical", "warning") for f in report["findings"]))
+            decision.update(why="in service, nothing asks for a drain", healthy=not _serious(report["findings"]))
 
     # Drains: worst first, each against the breaker, then the limits of every partition it is in.
     drains.sort(key=lambda item: (-_severity_rank(item[1]), -len(item[1]), item[0]["node"]))
@@ -263,7 +267,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
         present = set(finding_key(f) for f in report["findings"])
         drain_at = current.get("at") if current is not None else entry.get("reason_time")
         cert = (ledger["nodes"].get(node) or {}).get("certificate")
-        refused = certificate.refusal(cert, drain_at, now, certify_cfg) if certify_cfg["required"] else None
+        refused = certificate.refusal(cert, drain_at, now, certify_cfg)   # None: the certificate certifies
         if escalated:
             decision["why"] = "escalated (%s): it stays drained until a human resumes it" % reason
         elif not report["complete"]:
@@ -273,10 +277,10 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
             still = sorted(present & set(recorded))
             decision["why"] = "stays drained: %s recorded at the drain still reported (%s)" % (
                 "finding" if len(still) == 1 else "%d findings" % len(still), ", ".join(still[:3]))
-        elif not known and any(f["severity"] in ("critical", "warning") for f in report["findings"]):
+        elif not known and _serious(report["findings"]):
             decision["why"] = ("stays drained: the findings recorded at the drain are not all known (%s), so every "
                                "warning and critical finding must clear first" % reason)
-        elif refused:
+        elif refused and certify_cfg["required"]:
             decision.update(certify=True, why="%s: %s" % ("stays drained" if not shadow else "would stay drained", refused))
         else:
             tripped = [p for p in entry.get("partitions") or [NO_PARTITION] if p in open_parts]
@@ -297,7 +301,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
                 extra = {"shadow": True} if shadow else {}
                 if drain_at is not None:
                     extra.update(drained_at=drain_at, mttr=max(0, now - drain_at))
-                if cert and certificate.refusal(cert, drain_at, now, certify_cfg) is None:
+                if refused is None:
                     extra["certificate"] = dict(certificate.brief(cert), cleared=recorded)
                     why += "; %s" % certificate.text(cert)
                     rec.pop("certificate", None)   # one certificate, one resume

@@ -6,7 +6,7 @@ import pytest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate as c
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import protocol
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation as r
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import check_ledger, empty_ledger
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import check_ledger, check_record, empty_ledger
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import PolicyError, check_config
 from ansible_collections.gpufabric.rdma.plugins.filter.diagnostics import FilterModule
 from ansible.errors import AnsibleFilterError
@@ -93,7 +93,11 @@ def test_a_cleared_node_stays_drained_until_a_passing_certificate_and_then_resum
     assert resume["drained_at"] == NOW - 600 and resume["certificate"]["at"] == NOW + 120
     assert resume["certificate"]["cleared"] == ["gpu_xid|n1/GPU 0000:18:00"]   # the drain's findings it cleared
     assert "certificate" not in passing["ledger"]["nodes"]["n1"]
-    check_ledger(failing["ledger"])   # a stored certificate reads back
+    check_ledger(failing["ledger"])   # a stored certificate reads back; one without its time does not
+    for at in (None, float("nan"), 1e13):
+        broken = dict(failing["ledger"]["nodes"]["n1"], certificate=dict(failing["ledger"]["nodes"]["n1"]["certificate"], at=at))
+        with pytest.raises(ValueError, match="the certificate needs a time 'at'"):
+            check_record(broken, "n1")
 
 
 def test_a_certificate_older_than_the_drain_or_than_max_age_or_missing_a_check_does_not_certify():
