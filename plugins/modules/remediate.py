@@ -93,7 +93,8 @@ decisions:
     - One per reported node - C(node), C(action) (C(drain), C(resume), C(none)), C(held) (a limit or the circuit
       breaker stopped it), C(why), C(reason) (the drain reason), C(findings), C(escalated), C(shadow), C(policy),
       C(done) (carried out), C(error) (why it could not be), C(out_of_service), C(text) (one line for a person),
-      C(certify) (it stays drained only for want of a certificate - the node the active check must run on), and for a
+      C(certify) (it stays drained only for want of a certificate - the node the active check must run on),
+      C(maintain) (the findings to carry out on it, see RV(maintain)), and for a
       resume C(certificate) (what certified it) and C(mttr) (seconds from its drain to this resume).
   returned: always
   type: list
@@ -103,6 +104,13 @@ certify:
   returned: always
   type: list
   elements: str
+maintain:
+  description:
+    - The nodes drained for a change that needs them out of service and now idle (no job left), each with the
+      findings to carry out (C(nic_firmware_settings|node/device)) - what remediate.yml changes (the nic_firmware
+      module, then a fresh check and the certificate) before the node may return.
+  returned: always
+  type: dict
 healthy:
   description: The nodes in service with a complete report and nothing that asks for a drain, sorted - the peers a
     pairwise check may use.
@@ -208,7 +216,8 @@ def main():
                breaker=result["breaker"], log=lines, certificates=result.get("certificates") or {},
                certify=sorted(d["node"] for d in result["decisions"] if d.get("certify")),
                certify_checks=certificate.describe_checks(config["remediation"]["certification"]),
-               healthy=sorted(d["node"] for d in result["decisions"] if d.get("healthy")))
+               healthy=sorted(d["node"] for d in result["decisions"] if d.get("healthy")),
+               maintain=dict((d["node"], d["maintain"]) for d in result["decisions"] if d.get("maintain")))
     if module._diff:
         out["diff"] = {"before": "", "after": "".join("%s\n" % d["text"] for d in acted)}
     if not module.check_mode and config["webhooks"]:

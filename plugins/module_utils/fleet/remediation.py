@@ -48,6 +48,9 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import
     drain_findings, drain_reason, finding_key, findings_from_reason, is_escalated, is_ours)
 
 NO_PARTITION = "(no partition)"
+# Findings a drain carries out rather than waits out: a change that needs the node out of service (NIC firmware settings
+# take effect at a firmware reset). The node stays drained until the change is made and its check no longer reports it.
+MAINTENANCE = {"nic_firmware_settings": "the NIC firmware settings"}
 # At most this many past drains and resumes are kept per node (the escalation window needs few).
 HISTORY = 20
 
@@ -95,6 +98,23 @@ def _severity_rank(findings):
     return sum(1 for f in findings if f.get("severity") == "critical")
 
 
+def _maintenance(decision, keys, entry, shadow):
+    """When every finding in ``keys`` (those holding a node gpufabric drained) is a change to carry out (MAINTENANCE),
+    say so in the decision - and name them in ``maintain`` once no job runs on the node - and return True."""
+    still = sorted(keys)
+    if not still or not all(k.split("|", 1)[0] in MAINTENANCE for k in still):
+        return False
+    what = "%s (%s)" % (MAINTENANCE[still[0].split("|", 1)[0]], ", ".join(k.split("|", 1)[1] for k in still[:3]))
+    if shadow:
+        decision["why"] = "shadow mode: would change %s once the node is drained and idle" % what
+    elif entry.get("idle"):
+        decision.update(maintain=still, why="stays drained: %s to change now that no job runs on it: remediate.yml "
+                        "sets them, resets the NIC and certifies the node" % what)
+    else:
+        decision["why"] = "stays drained: %s wait for the jobs still on it to end" % what
+    return True
+
+
 def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", certificates=None):
     """Decide for every reported node at once.
 
@@ -111,7 +131,8 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
              "certificates": {node: "recorded" or why not}}. Each decision: {node, action: drain|resume|none, held (a limit or the
     breaker stopped it), why, reason (for a drain), findings (keys), escalated, shadow, policy, via, certify (it
     stays drained only for want of a certificate: the active check to start), healthy (in service, a complete report,
-    no critical or warning finding: a peer for a pairwise check), and for a resume certificate, mttr}.
+    no critical or warning finding: a peer for a pairwise check), maintain (the MAINTENANCE findings to carry out on
+    a node drained for them, idle and in no other need: what remediate.yml changes), and for a resume certificate, mttr}.
     """
     ledger = copy.deepcopy(ledger) if ledger else empty_ledger()
     reconcile(ledger, fleet)
@@ -186,7 +207,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
         causes = causes_of[node]
         decision = {"node": node, "action": "none", "held": False, "why": "", "reason": None, "escalated": False,
                     "findings": [finding_key(f) for f in causes], "shadow": shadow, "policy": policy,
-                    "via": report.get("source", "timer"), "certify": False, "healthy": False}
+                    "via": report.get("source", "timer"), "certify": False, "healthy": False, "maintain": []}
         decisions.append(decision)
         entry = fleet.get(node)
         if entry is None:
@@ -196,6 +217,8 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
         record = ledger["nodes"].get(node) or {}
         if causes and not drained:
             drains.append((decision, causes))
+        elif causes and ours and _maintenance(decision, set(finding_key(f) for f in causes), entry, shadow):
+            pass
         elif causes and ours:
             decision["why"] = "already drained by gpufabric (%s)" % reason
         elif drained and not ours:
@@ -273,6 +296,8 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
         elif not report["complete"]:
             decision["why"] = ("stays drained: the check could not read %s, and unknown is not healthy"
                                % "; ".join(report["unreadable"]) if report["unreadable"] else "stays drained: the check was incomplete")
+        elif _maintenance(decision, present & set(recorded), entry, shadow):
+            pass
         elif present & set(recorded):
             still = sorted(present & set(recorded))
             decision["why"] = "stays drained: %s recorded at the drain still reported (%s)" % (

@@ -63,7 +63,8 @@ _SINFO_STATE = re.compile(r"^[a-z_+]{1,40}[*~#!%$@^-]?$")
 
 
 def parse_sinfo_fleet(text):
-    """`SLURM_TIME_FORMAT=%s sinfo -h -N -o '%N|%P|%H|%T|%E'` -> {node: {partitions, drained, reason, reason_time}}.
+    """`SLURM_TIME_FORMAT=%s sinfo -h -N -o '%N|%P|%H|%T|%E'` -> {node: {partitions, drained, idle, reason, reason_time}}
+    (idle: drained and no job left on it).
 
     One line per node and partition. Any line that is not of that shape makes the whole view
     unusable (ValueError naming the line): a decider that cannot read its fleet does not act.
@@ -81,6 +82,8 @@ def parse_sinfo_fleet(text):
         if partition and partition not in entry["partitions"]:
             entry["partitions"].append(partition)
         entry["drained"] = state.rstrip("*~#!%$@^-") in ("drained", "draining", "drain")
+        # drained: no job runs on it any more (draining: some still do), what a firmware change waits for
+        entry["idle"] = state.rstrip("*~#!%$@^-") == "drained"
         reason = reason.strip()
         if reason and reason != "none":
             entry["reason"] = reason

@@ -16,6 +16,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.rates import RATE_RULES
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding, ordered
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are
@@ -467,6 +468,9 @@ CHECK_DEFAULTS = {
     # GPUs for minutes and belong to a drained node (the dcgm_diag role), never to a periodic check.
     "dcgm_level": None,
     "dcgmi_path": None,
+    # NIC firmware settings against profiles (plan/nic_firmware.check_options): mlxconfig q per card, a warning per card
+    # that differs; None: not checked.
+    "nic_firmware": None,
 }
 _NON_NEGATIVE = ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages",
                  "command_timeout", "rate_window", "rate_min_span")
@@ -526,4 +530,9 @@ def check_options(given):
                                "the dcgm_diag role on a drained node), got %r" % (merged["dcgm_level"],))
     if merged["expected_nccl_env"] is not None and not isinstance(merged["expected_nccl_env"], dict):
         raise CheckOptionError("expected_nccl_env must be a mapping of NCCL variables, got %r" % (merged["expected_nccl_env"],))
+    if merged["nic_firmware"] is not None:
+        try:
+            nic_firmware.check_options(merged["nic_firmware"])
+        except nic_firmware.FirmwareError as exc:
+            raise CheckOptionError(str(exc))
     return merged

@@ -17,7 +17,7 @@ import os
 import time
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, rates
-from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, nic_firmware, sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding
 
@@ -145,6 +145,20 @@ def _dcgm_findings(host, opts, runner, unreadable, level, timeout):
     return judged
 
 
+def _firmware_findings(host, opts, runner, devices, unreadable):
+    """NIC firmware settings against the profiles (node/nic_firmware.py): a warning per card that differs; a card the
+    tool could not read makes the report incomplete (a node never returns to service on settings nobody read)."""
+    wanted = nic_firmware.firmware_plan.check_options(opts["nic_firmware"])
+    addresses = wanted["devices"] or nic_firmware.devices_from_sysfs(devices)
+    if not addresses:
+        return {"findings": [], "plans": []}
+    queried = nic_firmware.query(runner, wanted["tool"], addresses)
+    for problem in queried["problems"]:
+        unreadable.append("NIC firmware settings: %s" % problem)
+    planned = nic_firmware.plans(queried["devices"], wanted["wanted"])
+    return {"findings": nic_firmware.findings(host, planned, wanted["profiles"], queried["problems"]), "plans": planned}
+
+
 def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None, dcgm_level=None):
     """Every check on this node -> {findings (worst first), counts, healthy, observed}.
 
@@ -197,6 +211,8 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
         "port_rate_gbps": opts["min_port_rate_gbps"], "mtu": opts["expected_mtu"], "peermem": opts["require_peermem"]})
 
     found += rates.pcie_findings(host, sysfs.read_pcie_links(opts["sysfs_root"]))
+    firmware = _firmware_findings(host, opts, runner, devices, unreadable) if opts["nic_firmware"] else None
+    found += (firmware or {}).get("findings") or []
 
     now = time.time()
     after = sysfs.read_port_counters(opts["sysfs_root"])
@@ -240,4 +256,5 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
                          "peermem": peermem, "xid_events": events, "fabric_events": fabric,
                          "kernel_log_source": log_source,
                          "port_counters": after, "counters_at": now, "history": history,
-                         "dcgm": dict((k, dcgm[k]) for k in ("status", "level", "failures", "reason")) if dcgm else None}}
+                         "dcgm": dict((k, dcgm[k]) for k in ("status", "level", "failures", "reason")) if dcgm else None,
+                         "nic_firmware": firmware["plans"] if firmware else None}}

@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxconfig
@@ -88,9 +89,10 @@ def _word(value):
 
 def plan(device, wanted):
     """One parsed device (parse_mlxconfig's) and desired() -> {device, changes: [{setting, now, wanted}], missing,
-    argv (the mlxconfig set arguments after the tool's name, or None), reset_needed}."""
+    pending (set for the next boot, while the current value the tool shows is still the old one: only a reset is
+    missing), argv (the mlxconfig set arguments after the tool's name, or None), reset_needed}."""
     settings = device.get("settings") or {}
-    changes, missing = [], []
+    changes, missing, pending = [], [], []
     for name, value in sorted(wanted.items()):
         if name.endswith("_P*"):
             names = sorted(n for n in settings if re.match(r"^%s\d+$" % re.escape(name[:-1]), n))
@@ -101,14 +103,18 @@ def plan(device, wanted):
             continue
         for setting in names:
             now = mlxconfig.effective(settings[setting])
+            current = settings[setting].get("current")
             if not mlxconfig.matches(now, value):
                 changes.append({"setting": setting, "now": now["text"] if now else None, "wanted": _word(value)})
+            elif current is not None and not mlxconfig.matches(current, value):
+                # set already, and the firmware still runs the old value: only a reset is missing
+                pending.append({"setting": setting, "now": current["text"], "wanted": _word(value)})
     where = device.get("device")
     argv = None
     if changes and where:
         argv = ["-y", "-d", where, "set"] + ["%s=%s" % (c["setting"], c["wanted"]) for c in changes]
     return {"device": where, "device_type": device.get("device_type"), "changes": changes, "missing": missing,
-            "argv": argv, "reset_needed": bool(changes)}
+            "pending": pending, "argv": argv, "reset_needed": bool(changes or pending)}
 
 
 def diff_text(plans):
@@ -116,10 +122,45 @@ def diff_text(plans):
     lines = []
     for item in plans:
         head = "%s (%s)" % (item["device"], item["device_type"] or "?")
-        if not item["changes"] and not item["missing"]:
+        if not item["changes"] and not item["missing"] and not item.get("pending"):
             lines.append("%s: as the profile wants" % head)
         for change in item["changes"]:
             lines.append("%s: %s %s -> %s" % (head, change["setting"], change["now"], change["wanted"]))
+        for change in item.get("pending") or []:
+            lines.append("%s: %s %s -> %s at the next firmware reset (set already)" % (
+                head, change["setting"], change["now"], change["wanted"]))
         if item["missing"]:
             lines.append("%s: not shown by this device (no such setting on it): %s" % (head, ", ".join(item["missing"])))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+TOOLS = {"mlxconfig": "mlxfwreset", "mstconfig": "mstfwreset"}
+KEYS = ("profiles", "params", "settings", "tool", "devices")
+# A PCI address (0000:3b:00.0 or 3b:00.0), an mlx5_0-style name or an /dev/mst path: what -d takes.
+DEVICE_RE = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$|^mlx[45]_\d{1,3}$|^/dev/mst/[A-Za-z0-9_.]{1,64}$")
+
+
+def check_options(given):
+    """The health check's (and the nic_firmware module's) ``nic_firmware`` option -> {profiles, params, settings, tool, reset_tool, devices, wanted};
+    FirmwareError naming what is wrong."""
+    if not isinstance(given, dict):
+        raise FirmwareError("nic_firmware must be a mapping with profiles (and params, settings, tool, devices), got %r"
+                            % (given,))
+    unknown = sorted(set(given) - set(KEYS))
+    if unknown:
+        raise FirmwareError("nic_firmware: unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(KEYS)))
+    profiles = given.get("profiles") or []
+    settings = given.get("settings") or {}
+    wanted = desired(profiles, given.get("params"), settings)
+    if not wanted:
+        raise FirmwareError("nic_firmware names no profile and no setting: nothing to check")
+    tool = given.get("tool") or "mlxconfig"
+    if os.path.basename(str(tool)) not in TOOLS or "\n" in str(tool):
+        raise FirmwareError("nic_firmware tool must be mlxconfig or mstconfig (or a path to one), got %r" % (tool,))
+    devices = given.get("devices") or []
+    if not isinstance(devices, list) or not all(isinstance(d, str) and DEVICE_RE.match(d) for d in devices):
+        raise FirmwareError("nic_firmware devices must be PCI addresses (3b:00.0), mlx5_N names or /dev/mst paths, got %r"
+                            % (devices,))
+    reset = os.path.join(os.path.dirname(str(tool)), TOOLS[os.path.basename(str(tool))])
+    return {"profiles": list(profiles), "params": dict(given.get("params") or {}), "settings": dict(settings),
+            "tool": str(tool), "reset_tool": reset, "devices": list(devices), "wanted": wanted}

@@ -56,3 +56,27 @@ def test_a_set_in_progress_counts_its_new_value_and_a_vpi_card_gets_its_link_typ
 def test_bad_profiles_and_values_are_refused_naming_them(profiles, params, extra, message):
     with pytest.raises(f.FirmwareError, match=message.replace("[", r"\[").replace("]", r"\]")):
         f.desired(profiles, params, extra)
+
+
+def test_a_value_set_for_the_next_boot_while_the_firmware_runs_the_old_one_waits_only_for_a_reset():
+    cx5 = device("mlxconfig_q_cx5_default_current_next_asterisk_elided.txt")
+    wanted = f.desired([], None, {"ADVANCED_PCI_SETTINGS": True})
+    assert f.plan(cx5, wanted)["changes"] == [] and f.plan(cx5, wanted)["pending"] == []   # current and next both True(1)
+    waiting = dict(cx5, settings=dict(cx5["settings"], ADVANCED_PCI_SETTINGS=dict(
+        cx5["settings"]["ADVANCED_PCI_SETTINGS"], current=mlxconfig.value("False(0)"))))
+    planned = f.plan(waiting, wanted)
+    assert planned["changes"] == [] and planned["argv"] is None and planned["reset_needed"]
+    assert planned["pending"] == [{"setting": "ADVANCED_PCI_SETTINGS", "now": "False(0)", "wanted": "1"}]
+    assert "ADVANCED_PCI_SETTINGS False(0) -> 1 at the next firmware reset (set already)" in f.diff_text([planned])
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"profiles": ["roce_lossless"], "tool": "flint"}, "tool must be mlxconfig or mstconfig"),
+    ({"profiles": ["sriov"], "devices": ["3b:00.0 ; reboot"]}, "devices must be PCI addresses"),
+    ({"profiles": []}, "names no profile and no setting"),
+    ({"profile": ["sriov"]}, "unknown key(s) profile"),
+    (["sriov"], "must be a mapping"),
+])
+def test_the_checks_firmware_option_is_refused_naming_what_is_wrong(given, message):
+    with pytest.raises(f.FirmwareError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        f.check_options(given)

@@ -218,6 +218,43 @@ def test_a_resume_needs_a_complete_check_in_which_every_recorded_finding_cleared
     assert slurm_nodes.slurm_argv("n1", decision) == ["scontrol", "update", "NodeName=n1", "State=RESUME"]
 
 
+FIRMWARE = {"check": "nic_firmware_settings", "severity": "warning", "target": "n1/01:00.1",
+            "detail": "01:00.1 (ConnectX4LX): ROCE_CC_PRIO_MASK_P1 255 -> 8 (roce_lossless)", "fix_hint": "-"}
+
+
+def test_a_firmware_change_is_carried_out_only_on_a_node_drained_for_it_and_idle():
+    config = settings(policy=[{"check": "nic_firmware_settings", "action": "drain"},
+                              {"severity": "critical", "action": "drain"}])
+    first = r.plan({"n1": report("n1", [FIRMWARE])}, fleet("n1", "n2", "n3"), None, config, NOW)
+    reason, ledger = _drained(first)
+    assert by_node(first)["n1"]["action"] == "drain" and by_node(first)["n1"]["maintain"] == []
+    drained = fleet("n1", "n2", "n3", n1=(reason, NOW))
+    # Jobs still run on it (draining): the change waits.
+    decision = by_node(r.plan({"n1": report("n1", [FIRMWARE])}, drained, ledger, config, NOW + 60))["n1"]
+    assert decision["maintain"] == [] and decision["action"] == "none"
+    assert decision["why"] == "stays drained: the NIC firmware settings (n1/01:00.1) wait for the jobs still on it to end"
+    # Idle: the decision names what to change.
+    drained["n1"]["idle"] = True
+    decision = by_node(r.plan({"n1": report("n1", [FIRMWARE])}, drained, ledger, config, NOW + 60))["n1"]
+    assert decision["maintain"] == ["nic_firmware_settings|n1/01:00.1"] and decision["action"] == "none"
+    assert decision["why"].startswith("stays drained: the NIC firmware settings (n1/01:00.1) to change now that no job")
+    # Another finding recorded at the drain still there: not a change to carry out, a fault to wait out.
+    both = r.plan({"n1": report("n1", [XID, FIRMWARE])}, fleet("n1", "n2"), None, config, NOW)
+    reason2, ledger2 = _drained(both)
+    again = fleet("n1", "n2", n1=(reason2, NOW))
+    again["n1"]["idle"] = True
+    decision = by_node(r.plan({"n1": report("n1", [XID, FIRMWARE])}, again, ledger2, config, NOW + 60))["n1"]
+    assert decision["maintain"] == [] and decision["why"].startswith("already drained by gpufabric")
+    # Changed, its check clean: it resumes like any node (the certificate is test_certificate's subject).
+    decision = by_node(r.plan({"n1": report("n1", [])}, drained, ledger, config, NOW + 120))["n1"]
+    assert decision["action"] == "resume"
+    # Shadow mode changes nothing and says what it would do.
+    shadow = settings(mode="shadow", policy=config["policy"])
+    seen = r.plan({"n1": report("n1", [FIRMWARE])}, fleet("n1", "n2", "n3"), None, shadow, NOW)
+    decision = by_node(r.plan({"n1": report("n1", [FIRMWARE])}, fleet("n1", "n2", "n3"), seen["ledger"], shadow, NOW + 60))["n1"]
+    assert decision["maintain"] == [] and decision["why"].startswith("shadow mode: would change the NIC firmware settings")
+
+
 def test_a_drain_without_a_ledger_record_resumes_only_on_a_clean_check():
     config = settings()
     # Drained by an older gpufabric (AWX) with a reason naming one finding of several: the rest is unknown.
@@ -402,9 +439,10 @@ def test_sinfo_fleet_parses_with_partitions_states_and_epoch_times():
     nodes = slurm_nodes.parse_sinfo_fleet(slurm_fixture("sinfo_fleet_epoch.txt"))
     reason = "gpufabric: gpu_xid slurmcap/GPU 0000:18:00 (+1 more); policy site-v2; via healthcheck"
     assert nodes == {
-        "slurmcap": {"partitions": ["gpu", "debug"], "drained": True, "reason": reason, "reason_time": 1795529907},
-        "gpu-02": {"partitions": ["gpu"], "drained": True, "reason": "memory test | bad dimm", "reason_time": 1795529907},
-        "gpu-03": {"partitions": ["gpu"], "drained": False, "reason": None, "reason_time": None}}
+        "slurmcap": {"partitions": ["gpu", "debug"], "drained": True, "idle": True, "reason": reason, "reason_time": 1795529907},
+        "gpu-02": {"partitions": ["gpu"], "drained": True, "idle": True, "reason": "memory test | bad dimm",
+                   "reason_time": 1795529907},
+        "gpu-03": {"partitions": ["gpu"], "drained": False, "idle": False, "reason": None, "reason_time": None}}
 
 
 def test_sinfo_with_host_names_or_local_times_is_refused():
