@@ -82,6 +82,15 @@ options:
   dcgmi_path:
     description: Path of C(dcgmi); default the one on C(PATH).
     type: path
+  nic_firmware:
+    description:
+      - Compare each NVIDIA (Mellanox) card's firmware settings (C(mlxconfig -d <device> q), or C(mstconfig)) with
+        profiles, as M(gpufabric.rdma.nic_firmware) takes them - C(profiles), C(params), C(settings), C(tool),
+        C(devices) (default every card sysfs shows). Each card that differs is a warning C(nic_firmware_settings)
+        naming each setting from what to what; a card the tool cannot read is C(nic_firmware_unread) and makes the
+        report incomplete. Nothing is changed - a policy rule that drains on C(nic_firmware_settings) lets the decider
+        carry the change out (C(gpufabric.rdma.remediate) playbook).
+    type: dict
   nvidia_smi_path:
     description: nvidia-smi to run; default the one on PATH.
     type: path
@@ -186,7 +195,7 @@ unreadable:
 observed:
   description:
     - What was read - gpu_count, rdma_devices, xid_events, port counters, kernel_log_source, and dcgm (status, level,
-      failures, reason) where O(dcgm_level) is set.
+      failures, reason) where O(dcgm_level) is set, and nic_firmware (each card's plan) where O(nic_firmware) is set.
   returned: always
   type: dict
 """
@@ -218,6 +227,7 @@ def main():
             ethtool=dict(type="bool", default=True),
             dcgm_level=dict(type="int"),
             dcgmi_path=dict(type="path"),
+            nic_firmware=dict(type="dict"),
             node_name=dict(type="str"),
             **commands.ARGUMENT_SPEC
         ),

@@ -176,6 +176,7 @@ def healthy_cluster(host):
     for name in NODES:
         fault(name, False)
         replay_dcgm(name, PASSING_DCGM)   # the epilog's DCGM passes again
+        node_host(name).run("rm -f /opt/mlx-standin/capture/state.json /opt/mlx-standin/capture/log")  # factory settings
         admin_resume(host, name)
     set_decider(host)
 
@@ -259,7 +260,7 @@ def test_a_drained_node_stays_drained_while_its_kernel_log_cannot_be_read(host):
     assert drained(host) == []
 
 
-def _remediate(*extra, **settings):
+def _remediate(*extra, checks=None, **settings):
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
     wide = dict(BASE_SETTINGS, policy=[{"severity": "critical", "action": "drain"},
                                        {"severity": "warning", "action": "drain"}], policy_name="awx-wide")
@@ -267,7 +268,7 @@ def _remediate(*extra, **settings):
     extra_vars = {"remediate_hosts": "slurm_compute", "remediate_slurm_host": CTL, "remediator_settings": wide,
                   "health_monitor_checks": {"expected_gpu_count": 8, "nvidia_smi_path": "/opt/standin/nvidia-smi",
                                             "kernel_log": "/var/log/gpufabric-test/kern.log",
-                                            "sysfs_root": "/opt/empty-sys", "command_timeout": 10}}
+                                            "sysfs_root": "/opt/empty-sys", "command_timeout": 10, **(checks or {})}}
     proc = subprocess.run(["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "gpufabric.rdma.remediate",
                            "-e", json.dumps(extra_vars)] + list(extra),
                           capture_output=True, text=True, timeout=300, check=False, env=env)
@@ -358,6 +359,41 @@ def test_a_drained_node_returns_only_on_a_certificate_its_active_check_earned(ho
     assert resume["certificate"]["checks"][0] == "dcgm level 2 pass" and resume["mttr"] >= 0
     assert resume["certificate"]["versions"]["dcgm"] == "3.3.3"
     assert node_host(NODES[0]).check_output("cat /usr/local/bin/capture/asked").startswith("diag -r 2")
+
+
+FIRMWARE_CHECK = {"nic_firmware": {"profiles": ["roce_lossless"], "params": {"ecn_priorities": [3]},
+                                    "tool": "/opt/mlx-standin/mlxconfig", "devices": ["01:00.1"]}}
+MLX_LOG = "cat /opt/mlx-standin/capture/log 2>/dev/null || true"
+
+
+def test_a_nic_firmware_change_is_drained_for_set_reset_certified_and_resumed_within_the_limits(host):
+    # Every node's ConnectX-4 Lx (a real query) runs congestion control on all eight priorities; the profile wants
+    # priority 3 only. The AWX run's policy drains on the warning, at most one node an hour.
+    certify = dict(CERTIFY, checks=["dcgm", "nccl"])   # no node in service is clean enough to pair with
+    proc = _remediate(*CERTIFY_VARS, checks=FIRMWARE_CHECK, certification=certify)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert drained(host) == [NODES[0]] and "nic_firmware_settings %s/01:00.1" % NODES[0] in show(host, NODES[0])[1]
+    assert "held back %s (rate limit" % NODES[1] in proc.stdout, proc.stdout[-4000:]
+    # Check mode: the drained, idle node's per-device diff, and nothing set, reset or resumed.
+    proc = _remediate("--check", "--diff", *CERTIFY_VARS, checks=FIRMWARE_CHECK, certification=certify)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "change the NIC firmware settings of %s (drained, idle): nic_firmware_settings|%s/01:00.1" % (
+        NODES[0], NODES[0]) in proc.stdout, proc.stdout[-4000:]
+    assert "01:00.1 (ConnectX4LX): ROCE_CC_PRIO_MASK_P1 255 -> 8" in proc.stdout, proc.stdout[-4000:]
+    assert "-01:00.1 ROCE_CC_PRIO_MASK_P1=255" in proc.stdout and "+01:00.1 ROCE_CC_PRIO_MASK_P1=8" in proc.stdout, proc.stdout[-4000:]
+    assert " set " not in node_host(NODES[0]).check_output(MLX_LOG) and drained(host) == [NODES[0]]
+    # For real: set, the replayed reset, a fresh check without the finding, DCGM level 2 and nccl-tests, resumed on the
+    # certificate; the other two wait for the rate limit.
+    proc = _remediate(*CERTIFY_VARS, checks=FIRMWARE_CHECK, certification=certify)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    log = node_host(NODES[0]).check_output(MLX_LOG).splitlines()
+    assert [line for line in log if not line.endswith(" q")] == [
+        "mlxconfig -y -d 01:00.1 set ROCE_CC_PRIO_MASK_P1=8 ROCE_CC_PRIO_MASK_P2=8", "mlxfwreset -d 01:00.1 -y reset"], log
+    assert "resumed %s" % NODES[0] in proc.stdout and "dcgm level 2 pass, nccl pass" in proc.stdout, proc.stdout[-4000:]
+    assert drained(host) == [], proc.stdout[-4000:]
+    resume = json.loads(host.check_output("cat %s", LEDGER))["ledger"]["nodes"][NODES[0]]["resumes"][-1]
+    assert resume["certificate"]["cleared"] == ["nic_firmware_settings|%s/01:00.1" % NODES[0]]
+    assert " set " not in node_host(NODES[1]).check_output(MLX_LOG)
 
 
 def test_the_epilog_runs_dcgm_level_2_between_jobs_and_the_decider_drains_on_its_failure(host):
