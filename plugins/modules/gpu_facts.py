@@ -161,6 +161,17 @@ ansible_facts:
           elements: dict
           returned: always
           sample: [{"address": "0000:00:06.0", "device": "0x2330", "driver": null}]
+        gpudirect:
+          description:
+            - What decides the GPUDirect RDMA path - C(kernel_module) (C(driver), C(open): the open GPU kernel
+              modules, which DMA-BUF needs; from C(/proc/driver/nvidia/version)), C(memory_peers) (the names under
+              C(/sys/kernel/mm/memory_peers): C(nvidia-peermem) is what NCCL looks for), C(iommu) (each GPU's IOMMU
+              mode - C(passthrough), C(translated), C(off) - from its C(iommu_group/type)) and C(iommu_cmdline) (the
+              boot's C(iommu), C(intel_iommu), C(amd_iommu) arguments). Readiness judges the path from these.
+          type: dict
+          returned: when GPUs were found
+          sample: {"kernel_module": {"driver": "590.48.01", "open": true}, "memory_peers": [], "iommu": {"0000:19:00.0": "passthrough"},
+                   "iommu_cmdline": {"iommu": "pt"}}
         fabric:
           description:
             - The node's NVLink domain from the Fabric fields of the same C(nvidia-smi -q -x) (GB200 NVL72 and other
@@ -177,7 +188,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import pcie_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, files, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, lspci, nvidia_smi_fabric
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, iommu, lspci, nvidia_smi_fabric
 
 DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 
@@ -206,6 +217,19 @@ def _pcie(runner):
     if "<access denied>" in result.stdout:
         kept["error"] = "lspci ran without root: the PCIe capabilities (ACS, links) were not readable"
     return kept
+
+
+def _gpudirect(procfs_root, sysfs_root, pci_gpus):
+    """What decides the GPUDirect RDMA path (judge/gpudirect.py): the GPU kernel module (open or proprietary), the
+    memory peers NCCL looks for (nvidia-peermem, nv_mem), each GPU's IOMMU mode and the boot's IOMMU arguments."""
+    memory_peers = os.path.join(sysfs_root, "kernel", "mm", "memory_peers")
+    pci = os.path.join(sysfs_root, "bus", "pci", "devices")
+    groups = dict((item["address"], files.read_attr(os.path.join(pci, item["address"], "iommu_group", "type"))
+                   if os.path.exists(os.path.join(pci, item["address"], "iommu_group")) else None) for item in pci_gpus)
+    return {"kernel_module": gpu.parse_proc_nvidia_version(files.read_text(os.path.join(procfs_root, "driver", "nvidia", "version"))),
+            "memory_peers": sysfs.listdir(memory_peers),
+            "iommu": iommu.mode_from_groups(groups),
+            "iommu_cmdline": iommu.parse_cmdline(files.read_text(os.path.join(procfs_root, "cmdline")) or "")}
 
 
 def _cuda_toolkit(runner):
@@ -288,7 +312,7 @@ def main():
             distinct.append(cap)
     facts.update(present=True, topology=topology, nvlink=gpu.has_nvlink(topology), peermem=peermem,
                  compute_capabilities=distinct, nvcc_gencode=gpu.nvcc_gencode(distinct), cuda_toolkit=toolkit,
-                 fabric=fabric)
+                 fabric=fabric, gpudirect=_gpudirect(module.params["procfs_root"], module.params["sysfs_root"], pci_gpus))
     done(facts)
 
 

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import known_good_floors, nccl_path, pcie_path, versions
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import gpudirect, known_good_floors, nccl_path, pcie_path, versions
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import render_table
@@ -46,6 +46,14 @@ def _driverless_gpus(host, gpu):
     return [finding("gpu_driver", "critical", host, detail,
                     "install or load the NVIDIA driver (`modprobe nvidia`; `dmesg | grep -i NVRM` says why it did not "
                     "load); a GPU held by nouveau or vfio-pci needs that driver unbound")]
+
+
+def gpudirect_of(record):
+    """gpudirect.path of a discovery record, or None for a record made before discovery read the GPUDirect inputs."""
+    gpu = record.get("gpu") or {}
+    if not gpu.get("present") or not gpu.get("gpudirect"):
+        return None
+    return gpudirect.path(dict(gpu["gpudirect"], cuda_version=gpu.get("cuda_version")), record.get("kernel"))
 
 
 def node_findings(host, record, expected_gpu_count=None):
@@ -82,14 +90,20 @@ def node_findings(host, record, expected_gpu_count=None):
                              "%d RDMA device(s) but no ACTIVE port: NCCL falls back to TCP sockets" % len(devices),
                              "bring at least one fabric port up before running multi-node jobs"))
     active_rdma = any(p.get("state") == "ACTIVE" for d in devices for p in d.get("ports") or [])
-    if gpu.get("present") and active_rdma and not (gpu.get("peermem") or {}).get("loaded"):
+    virtual = str(record.get("virtualization") or "").endswith("/guest")
+    direct = gpudirect_of(record)
+    if direct is not None:   # DMA-BUF or nvidia-peermem, by NCCL's own conditions; the IOMMU mode of the GPUs
+        found += gpudirect.findings(host, direct, (gpu.get("gpudirect") or {}).get("iommu"),
+                                    bool(gpu.get("present") and active_rdma), virtual)
+    if (gpu.get("present") and active_rdma and not (gpu.get("peermem") or {}).get("loaded")
+            and (direct is None or direct["path"] == "unknown")):
         found.append(finding("peermem", "warning", host,
                              "GPUs and active RDMA ports but no GPUDirect RDMA module loaded",
                              "load nvidia_peermem (`modprobe nvidia_peermem`, gpufabric.rdma.peermem) so NICs "
                              "read GPU memory directly"))
     pcie = gpu.get("pcie") or {}
     if pcie.get("links") is not None:   # lspci -vvv as discovery read it: ACS on the GPUDirect path, links trained down
-        found += pcie_path.findings(host, pcie, virtualized=str(record.get("virtualization") or "").endswith("/guest"))
+        found += pcie_path.findings(host, pcie, virtualized=virtual)
     for warning in (record.get("nccl") or {}).get("warnings") or []:
         found.append(finding("nccl_env", "warning", host, warning, "fix the NCCL overrides or profile"))
     # show_gids against sysfs (discovery ran it where installed): a GID index NCCL_IB_GID_INDEX would take wrong
@@ -188,6 +202,7 @@ def build_report(records, expected_gpu_count=None, nccl_check=None, known_good=N
             "peermem": (gpu.get("peermem") or {}).get("module") if (gpu.get("peermem") or {}).get("loaded") else None,
             "fabric_mtu": dict((i.get("name"), i.get("mtu")) for i in fabric_interfaces(record)),
             "nccl": record.get("nccl") or {},
+            "gpudirect": gpudirect_of(record),
             "findings": node_findings(host, record, expected_gpu_count),
         }
     cluster = cluster_findings(records, expected_gpu_count)
@@ -253,6 +268,10 @@ def render_markdown(report):
     return "\n".join(lines) + "\n"
 
 
+# Node findings the known-good section repeats under each SKU: the GPUDirect path through PCIe and the NIC firmware.
+KNOWN_GOOD_NODE_CHECKS = ("pcie_acs", "pcie_link", "iommu_mode", "gpudirect_path", "nic_firmware_settings")
+
+
 def _known_good_lines(report):
     """The known-good section: per SKU the majority versions and the nodes off them or below a floor."""
     skus = report.get("known_good") or {}
@@ -260,11 +279,16 @@ def _known_good_lines(report):
         return []
     lines = ["## Known-good state", ""]
     off = [f for f in report["cluster_findings"] if f["check"] in ("version_floor", "version_drift")]
+    path = [f for n in report["nodes"].values() for f in n["findings"] if f["check"] in KNOWN_GOOD_NODE_CHECKS]
     for kind, entry in sorted(skus.items()):
         shown = ", ".join("%s %s" % (k, v) for k, v in sorted(entry["versions"].items()) if v) or "no versions recorded"
         lines.append("- **%s** (%d node(s)): %s" % (kind, len(entry["nodes"]), shown))
-        mine = [f for f in off if f["target"].split("/", 1)[0] in entry["nodes"]]
-        lines += ["  - %s %s: %s" % (f["severity"], f["target"], f["detail"]) for f in mine]
+        mine = [f for f in off + path if f["target"].split("/", 1)[0].split(":", 1)[0] in entry["nodes"]]
+        lines += ["  - %s %s %s: %s" % (f["severity"], f["check"], f["target"], f["detail"]) for f in mine]
+    direct = [(host, node["gpudirect"]) for host, node in report["nodes"].items() if node.get("gpudirect")]
+    if direct:
+        lines += ["", "GPUDirect RDMA path, by NCCL's own conditions:", ""]
+        lines += ["- %s: **%s** (%s)" % (host, item["path"], item["why"]) for host, item in direct]
     return lines + [""]
 
 

@@ -357,3 +357,16 @@ def peermem_plan(gpu_facts, available, ib_core_loaded, in_container, wanted="aut
                 "reason": "driver %s needs the legacy nv_peer_mem, which is not built: set peermem_legacy_source "
                           "to Mellanox's nv_peer_memory source" % (driver or "?")}
     return {"module": module, "action": "load", "reason": "driver %s, RDMA stack loaded: modprobe %s" % (driver, module)}
+
+
+_NVRM_RE = re.compile(r"NVRM version:\s*NVIDIA UNIX\s+(Open\s+)?(?:\S+\s+)?Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
+
+
+def parse_proc_nvidia_version(text):
+    """/proc/driver/nvidia/version -> {'driver': '590.48.01', 'open': True} (the open GPU kernel modules, which
+    DMA-BUF needs, say "Open Kernel Module"), or None when no NVRM line is there (no driver loaded)."""
+    for line in _text.launcher_lines(text or "", "/proc/driver/nvidia/version"):
+        match = _NVRM_RE.search(line)
+        if match:
+            return {"driver": match.group(2), "open": bool(match.group(1))}
+    return None

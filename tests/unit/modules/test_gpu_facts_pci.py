@@ -99,3 +99,38 @@ def test_other_pci_functions_are_not_gpus(tmp_path):
     # an NVIDIA audio function, a Mellanox NIC, an NVSwitch bridge (0x0680) are not GPUs
     assert not gpu.is_nvidia_gpu("0x10de", "0x040300") and not gpu.is_nvidia_gpu("0x15b3", "0x020000")
     assert not gpu.is_nvidia_gpu("0x10de", "0x068000") and not gpu.is_nvidia_gpu(None, None)
+
+
+def test_discovery_reads_what_decides_the_gpudirect_path_and_readiness_says_which(tmp_path, monkeypatch):
+    """The open kernel module (a real /proc/driver/nvidia/version), no memory peers, the GPUs' IOMMU groups translated:
+    DMA-BUF on a 6.8 kernel, no nvidia-peermem finding, and an iommu_mode warning on bare metal only."""
+    sysfs_root = _h200_tree(tmp_path, [])
+    for slot in range(6, 14):
+        group = sysfs_root / "kernel" / "iommu_groups" / str(slot)
+        group.mkdir(parents=True)
+        (group / "type").write_text("DMA-FQ\n")
+        (sysfs_root / "bus" / "pci" / "devices" / ("0000:00:%02x.0" % slot) / "iommu_group").symlink_to(group)
+    (tmp_path / "driver" / "nvidia").mkdir(parents=True)
+    with open(os.path.join(FIXTURES, "nvidia_driver", "proc_driver_nvidia_version_open_590.txt")) as handle:
+        (tmp_path / "driver" / "nvidia" / "version").write_text(handle.read())
+    (tmp_path / "cmdline").write_text("BOOT_IMAGE=/vmlinuz ro intel_iommu=on\n")
+    gpu = _facts(tmp_path, monkeypatch, sysfs_root, "file:" + H200X8)
+    assert gpu["gpudirect"]["kernel_module"] == {"driver": "590.48.01", "open": True}
+    assert gpu["gpudirect"]["memory_peers"] == [] and gpu["gpudirect"]["iommu_cmdline"] == {"intel_iommu": "on"}
+    assert set(gpu["gpudirect"]["iommu"].values()) == {"translated"} and len(gpu["gpudirect"]["iommu"]) == 8
+    port = {"port": 1, "state": "ACTIVE", "link_layer": "InfiniBand"}
+    record = {"gpu": gpu, "kernel": "6.8.0-45-generic", "rdma_devices": [{"name": "mlx5_0", "transport": "InfiniBand",
+                                                                          "ports": [port]}]}
+    report = readiness.build_report({"node1": record})
+    checks = [f["check"] for f in report["nodes"]["node1"]["findings"]]
+    assert report["nodes"]["node1"]["gpudirect"]["path"] == ("dmabuf" if gpu["cuda_version"] >= "11.7" else "none")
+    assert "peermem" not in checks and checks.count("iommu_mode") == 1
+    assert "- node1: **dmabuf** (DMA-BUF: open GPU kernel module, kernel 6.8.0-45-generic" in readiness.render_markdown(report)
+    guest = readiness.build_report({"node1": dict(record, virtualization="kvm/guest")})
+    assert "iommu_mode" not in [f["check"] for f in guest["nodes"]["node1"]["findings"]]
+    # An older kernel and no nvidia-peermem: no GPUDirect at all, said once, naming why.
+    old = readiness.build_report({"node1": dict(record, kernel="5.4.0-47-generic")})
+    (found,) = [f for f in old["nodes"]["node1"]["findings"] if f["check"] == "gpudirect_path"]
+    assert found["detail"].startswith("no GPUDirect RDMA: neither DMA-BUF (kernel 5.4.0-47-generic (dma-buf memory regions "
+                                      "need 5.12 or later)) nor nvidia-peermem")
+    assert "peermem" not in [f["check"] for f in old["nodes"]["node1"]["findings"]]

@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``nvidia-smi -q`` (or ``-a``) in its text form - what users paste and what every driver prints - to dictionaries.
+
+The text is a tree by indentation: ``Key : Value`` lines, and section lines without a colon (``MIG Mode``, ``GPU
+00000000:94:00.0``) whose indented lines belong to them. The header holds ``Driver Version``, ``CUDA Version`` and
+``Attached GPUs``; each ``GPU <bus id>`` section holds the GPU's fields and sub-sections. Values stay text
+(``N/A`` included), a section's fields are keyed by their names as printed. Prompt lines, launcher prefixes and the
+``====NVSMI LOG====`` banner are skipped; a line of another shape is kept in ``unparsed``. One pass over the lines.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+
+_GPU_RE = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_PAIR_RE = re.compile(r"^(\S(?:.*?\S)?)\s+:\s?(.*?)\s*$")
+
+
+class NvidiaSmiQError(ValueError):
+    """The text holds no nvidia-smi -q field; the message says what was expected."""
+
+
+def parse_nvidia_smi_q(text):
+    """-> {driver_version, cuda_version, attached_gpus, header: {field: value}, gpus: [{bus_id, product_name,
+    vbios_version, board_id, serial, uuid, fields: {field or section: value or {...}}}], unparsed}."""
+    header, gpus, unparsed = {}, [], []
+    stack = []   # (indent, dict) of the open sections of the current GPU
+    gpu = None
+    for raw in _text.launcher_lines(text, "nvidia-smi -q output"):
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped or stripped.startswith("=") or re.match(r"^\[[^\]]*\][#$]\s|^\S+@\S+[:~]", stripped):
+            continue
+        indent = len(line) - len(line.lstrip())
+        match = _GPU_RE.match(stripped)
+        if match and indent == 0:
+            gpu = {"bus_id": match.group(1), "fields": {}}
+            gpus.append(gpu)
+            stack = [(0, gpu["fields"])]
+            continue
+        pair = _PAIR_RE.match(stripped) if " :" in stripped or stripped.endswith(":") else None
+        if gpu is None:
+            if pair:
+                header[pair.group(1)] = pair.group(2)
+            elif not stripped.startswith(("#", "$")):
+                unparsed.append(stripped[:200])
+            continue
+        while len(stack) > 1 and indent <= stack[-1][0]:
+            stack.pop()
+        target = stack[-1][1]
+        if pair:
+            target[pair.group(1)] = pair.group(2)
+        elif ":" not in stripped:
+            section = target.setdefault(stripped, {})
+            if isinstance(section, dict):
+                stack.append((indent, section))
+        else:
+            unparsed.append(stripped[:200])
+    if not header and not gpus:
+        raise NvidiaSmiQError("no 'Driver Version :' and no 'GPU 0000...' section: not nvidia-smi -q output")
+    for entry in gpus:
+        fields = entry["fields"]
+        entry.update(product_name=fields.get("Product Name"), vbios_version=fields.get("VBIOS Version"),
+                     board_id=fields.get("Board ID"), serial=fields.get("Serial Number"), uuid=fields.get("GPU UUID"))
+    attached = header.get("Attached GPUs")
+    return {"driver_version": header.get("Driver Version"), "cuda_version": header.get("CUDA Version"),
+            "attached_gpus": int(attached) if attached and attached.isdigit() else None, "header": header,
+            "gpus": gpus, "unparsed": unparsed}
