@@ -122,6 +122,13 @@ ansible_facts:
       returned: always
       type: dict
       sample: {tool: show_gids, error: null, findings: []}
+    rdma_stack:
+      description:
+        - The NVIDIA RDMA stack from C(ofed_info -s) - C(stack) (C(MLNX_OFED), C(DOCA-OFED), C(MLNX_EN)), C(version),
+          C(text) - or null where there is no ofed_info (the distribution's inbox rdma-core) or it could not run.
+      returned: always
+      type: dict
+      sample: {stack: MLNX_OFED, version: 23.07-0.5.1.2, text: MLNX_OFED_LINUX-23.07-0.5.1.2}
 verbs:
   description: Whether C(ibv_devinfo) ran and its output was used.
   returned: always
@@ -130,7 +137,7 @@ verbs:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ofed, rdma
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.show_gids import cross_check_gids, parse_show_gids
 
 
@@ -167,10 +174,19 @@ def main():
         except ValueError as exc:   # the command failed, or its text is not show_gids'
             gid_check["error"] = "show_gids: %s" % exc
             module.warn("%s; the GID table is not cross-checked" % gid_check["error"])
+    stack = None
+    ofed_info = runner.which("ofed_info") if devices else None
+    if ofed_info:   # MLNX_OFED or DOCA-OFED: its version belongs in the record (known-good state); inbox has none
+        result = runner.run([ofed_info, "-s"])
+        stack = ofed.parse_ofed_info(result.stdout) if result.ok else None
+        if stack is None:
+            module.warn("ofed_info -s: %s; the RDMA stack's version stays unknown" % (
+                result.describe() if not result.ok else "no MLNX_OFED or DOCA-OFED version in its output"))
     module.exit_json(
         changed=False,
         verbs=verbs_used,
-        ansible_facts=dict(rdma_devices=devices, rdma_summary=rdma.summarize(devices), rdma_gid_check=gid_check),
+        ansible_facts=dict(rdma_devices=devices, rdma_summary=rdma.summarize(devices), rdma_gid_check=gid_check,
+                           rdma_stack=stack),
     )
 
 

@@ -99,6 +99,8 @@ def node_record(facts, rdma_devices=None, gpu=None, nccl=None):
     }
     if nccl:
         record["nccl"] = dict((k, nccl.get(k)) for k in ("profile", "profile_reason", "env", "reasons", "warnings"))
+    if isinstance(facts.get("rdma_stack"), dict):
+        record["rdma_stack"] = facts["rdma_stack"]   # only where ofed_info answered: a record without it is unchanged
     if isinstance(facts.get("rdma_gid_check"), dict) and facts["rdma_gid_check"].get("tool"):
         record["gid_check"] = facts["rdma_gid_check"]   # only where show_gids ran: a record without it is unchanged
     return record

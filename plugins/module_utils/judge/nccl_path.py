@@ -212,7 +212,15 @@ def _judge_gdr(parsed, expected, reasons):
         _reason(reasons, "gdr", False, "NCCL ran without GPUDirect RDMA%s although peermem/DMA-BUF is expected" % (
             " (%s)" % ", ".join(reasons_shown) if reasons_shown else ""), disabled[:2] + plain[:1])
     elif gdr:
-        _reason(reasons, "gdr", True, "NET connections use GPUDirect RDMA (GDRDMA)", _ev(parsed, "net_connections"))
+        # Which mechanism, in NCCL's own words: '(DMABUF) enabled for HCA' is DMA-BUF; 'Enabled for HCA' is the
+        # peer-memory module, unless the same log says 'DMA-BUF is available on GPU device': an NCCL that old does not
+        # name the one it registered with.
+        enabled = [e for e in parsed.get("gdr_hcas") or [] if e["enabled"]]
+        dmabuf = [e["line"] for e in enabled if e.get("dmabuf")]
+        how = ("DMA-BUF" if dmabuf else "nvidia-peermem or DMA-BUF (both available; this NCCL does not say which)"
+               if enabled and parsed.get("dmabuf_gpus") else "nvidia-peermem" if enabled else None)
+        _reason(reasons, "gdr", True, "NET connections use GPUDirect RDMA (GDRDMA)%s" % (", through %s" % how if how else ""),
+                ([dmabuf[0]] if dmabuf else [e["line"] for e in enabled[:1]]) + _ev(parsed, "net_connections"))
     else:
         _reason(reasons, "gdr", True, "no GPUDirect RDMA, as the profile expects", disabled[:2])
 

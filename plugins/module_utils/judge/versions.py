@@ -23,9 +23,9 @@ import re
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
 
 # What a record says, by key: the names the policy, the findings and the metrics use.
-KEYS = ("driver", "cuda", "kernel", "vbios", "nic_fw", "nic_psid")
+KEYS = ("driver", "cuda", "kernel", "vbios", "nic_fw", "nic_psid", "ofed")
 # What a floor or a pin may name (a PSID - the NIC's board id - has no order: it drifts, it has no floor).
-POLICY_KEYS = ("driver", "cuda", "kernel", "vbios", "nic_fw")
+POLICY_KEYS = ("driver", "cuda", "kernel", "vbios", "nic_fw", "ofed")
 MIN_FLEET = 3
 
 
@@ -59,8 +59,8 @@ def sku(record):
 
 
 def versions(record):
-    """{driver, cuda, kernel, vbios, nic_fw: {device: fw}, nic_psid: {device: board id}} of a node record (None where
-    the record has none)."""
+    """{driver, cuda, kernel, vbios, nic_fw: {device: fw}, nic_psid: {device: board id}, ofed: 'MLNX_OFED 23.07-0.5.1.2'}
+    of a node record (None where the record has none)."""
     record = record or {}
     gpu = record.get("gpu") or {}
     vbios = sorted(set(g.get("vbios_version") or g.get("vbios") for g in gpu.get("gpus") or []
@@ -68,8 +68,10 @@ def versions(record):
     devices = [d for d in record.get("rdma_devices") or [] if d.get("name")]
     fw = dict((d["name"], d.get("fw_ver")) for d in devices if d.get("fw_ver"))
     psid = dict((d["name"], d.get("board_id")) for d in devices if d.get("board_id"))
+    stack = record.get("rdma_stack") or {}
     return {"driver": gpu.get("driver_version"), "cuda": gpu.get("cuda_version"), "kernel": record.get("kernel"),
-            "vbios": ",".join(vbios) or None, "nic_fw": fw or None, "nic_psid": psid or None}
+            "vbios": ",".join(vbios) or None, "nic_fw": fw or None, "nic_psid": psid or None,
+            "ofed": "%s %s" % (stack["stack"], stack["version"]) if stack.get("version") else None}
 
 
 def check_policy(policy):

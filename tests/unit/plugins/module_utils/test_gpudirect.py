@@ -93,3 +93,49 @@ def test_nvidia_smi_q_text_gives_driver_cuda_and_each_gpus_vbios():
     assert one["fields"]["Accounting Mode"] == "Disabled" and parsed["unparsed"] == []
     with pytest.raises(nvidia_smi_q.NvidiaSmiQError):
         nvidia_smi_q.parse_nvidia_smi_q("hello\n")
+
+
+def _gdr_reason(name):
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
+    parsed = nccl_debug.parse_nccl_debug(read("nccl_debug", name))
+    judged = nccl_path.judge_nccl_debug(parsed, {"rdma": True, "gdr": True})
+    return parsed, [r for r in judged["reasons"] if r["check"] == "gdr"]
+
+
+def test_the_transport_proof_says_which_gpudirect_mechanism_nccl_used_in_its_own_words():
+    # NCCL 2.16.5: DMA-BUF available on the GPU and 'GPU Direct RDMA Enabled for HCA': both paths possible, not named.
+    parsed, (reason,) = _gdr_reason("gdr_enabled_dmabuf_available_nccl2.16_nccltests350.txt")
+    assert parsed["gdr"] is True and parsed["dmabuf_gpus"]
+    assert reason["ok"] is True and reason["reason"].endswith(
+        "through nvidia-peermem or DMA-BUF (both available; this NCCL does not say which)")
+    assert "GPU Direct RDMA Enabled for HCA 0 'mlx5_0'" in reason["evidence"][0]
+    # The (DMABUF) form NCCL 2.23 and later print names DMA-BUF.
+    line = "n1:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'\n"
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
+    text = read("nccl_debug", "gdr_enabled_dmabuf_available_nccl2.16_nccltests350.txt").replace(
+        "n013:101855:101885 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'\n", line).replace(
+        "n013:101855:101885 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 1 'mlx5_2'\n", "")
+    judged = nccl_path.judge_nccl_debug(nccl_debug.parse_nccl_debug(text), {"rdma": True, "gdr": True})
+    (reason,) = [r for r in judged["reasons"] if r["check"] == "gdr"]
+    assert reason["reason"].endswith("through DMA-BUF") and "(DMABUF) enabled" in reason["evidence"][0]
+    # RoCE with nvidia_peermem loaded, yet NCCL disabled GPUDirect on both HCAs (nccl#1537): a failed proof.
+    parsed, (reason,) = _gdr_reason("gdr_disabled_roce_peermem_loaded_nccl1537.txt")
+    assert parsed["gdr"] is False and reason["ok"] is False
+    assert "NCCL ran without GPUDirect RDMA" in reason["reason"]
+
+
+@pytest.mark.parametrize("name, driver, is_open", [
+    ("proc_driver_nvidia_version_proprietary_535.183.01.txt", "535.183.01", False),
+    ("proc_driver_nvidia_version_open_525.60.11.txt", "525.60.11", True),
+    ("proc_driver_nvidia_version_open_565.57.01.txt", "565.57.01", True),
+])
+def test_open_and_proprietary_kernel_modules_from_real_version_files(name, driver, is_open):
+    assert gpu.parse_proc_nvidia_version(read("nvidia_driver", name)) == {"driver": driver, "open": is_open}
+
+
+def test_ethtool_i_of_an_inbox_connectx7_carries_its_board_id():
+    info = ethtool.parse_ethtool_info(read("ethtool", "ethtool_i_mlx5_psid_cx7_amzn2023_inbox.txt"))
+    assert (info["firmware_version"], info["psid"], info["version"]) == (
+        "28.42.1000", "MT_0000000834", "6.1.106-116.188.amzn2023.x86_64")

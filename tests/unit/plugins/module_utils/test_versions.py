@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.filter.fabric import FilterModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import known_good_floors, readiness, versions
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as gpu_parse
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as gpu_parse, ofed
 from ansible.errors import AnsibleFilterError
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures"))
@@ -35,7 +35,7 @@ def test_a_record_says_its_versions_and_its_sku():
     assert versions.sku(record) == "NVIDIA H200 x MT4129"
     assert versions.versions(record) == {"driver": "580.95.05", "cuda": "13.0", "kernel": "6.8.0-60-generic",
                                          "vbios": "96.00.A5.00.1A", "nic_fw": {"mlx5_0": "28.39.1002", "mlx5_1": "28.39.1002"},
-                                         "nic_psid": {"mlx5_0": "MT_0000000838", "mlx5_1": "MT_0000000838"}}
+                                         "nic_psid": {"mlx5_0": "MT_0000000838", "mlx5_1": "MT_0000000838"}, "ofed": None}
     assert versions.branch("570.124.06") == "570" and versions.version_key("28.39.1002") == (28, 39, 1002)
 
 
@@ -96,3 +96,24 @@ def test_a_nic_with_another_board_id_than_its_sku_drifts_and_a_board_id_takes_no
                                    "H200 x MT4129 nodes)")]
     with pytest.raises(versions.KnownGoodError, match="unknown key 'nic_psid'"):
         versions.check_policy({"*": {"floors": {"nic_psid": "MT_0000000838"}}})
+
+
+def test_the_rdma_stack_from_real_ofed_info_outputs_drifts_and_takes_a_floor():
+    with open(os.path.join(FIXTURES, "ofed_info", "ofed_info_s_mlnx_ofed_23.07.txt")) as handle:
+        old = ofed.parse_ofed_info(handle.read())
+    with open(os.path.join(FIXTURES, "ofed_info", "ofed_info_s_doca_ofed_internal_24.10.txt")) as handle:
+        new = ofed.parse_ofed_info(handle.read())
+    assert old == {"stack": "MLNX_OFED", "version": "23.07-0.5.1.2", "text": "MLNX_OFED_LINUX-23.07-0.5.1.2"}
+    assert new == {"stack": "DOCA-OFED", "version": "24.10-1.1.4.0.200", "text": "OFED-internal-24.10-1.1.4.0.200"}
+    assert ofed.parse_ofed_info("") is None
+    records = _fleet()
+    for host in records:
+        records[host]["rdma_stack"] = new
+    records["n3"]["rdma_stack"] = old
+    policy = {"*": {"floors": {"ofed": "24.04"}}}
+    found = [(f["check"], f["target"], f["detail"]) for f in readiness_report(records, known_good=policy)["cluster_findings"]
+             if f["check"].startswith("version")]
+    assert found == [("version_floor", "n3", "ofed MLNX_OFED 23.07-0.5.1.2 is below the floor 24.04 (the site's floor for every SKU)")]
+    records["n3"]["rdma_stack"] = dict(new, version="24.07-0.6.1.0")
+    found = [(f["check"], f["target"]) for f in readiness.build_report(records)["cluster_findings"] if f["check"].startswith("version")]
+    assert found == [("version_drift", "n3")]
