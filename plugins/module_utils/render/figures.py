@@ -4,7 +4,7 @@
 """The figures of validation runs as metric families, so a fleet's numbers can be graphed against time and
 baseline: nccl-tests busbw per collective, size and node set; perftest bandwidth and latency per pair;
 burn-in busbw per pair or group and its verdict per host; NCCL tuning busbw per setting; DDP images/s and
-scaling efficiency; the DCGM diagnostic per node. Pure functions from each role's judged records to metrics.family() lists; metrics.render
+scaling efficiency; the DCGM diagnostic per node; readiness findings. Pure functions from each role's judged records to metrics.family() lists; metrics.render
 writes them for node_exporter's textfile collector.
 
 The collector takes no timestamps, so every kind carries its run's time as a gauge of its own
@@ -29,7 +29,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist imp
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 
-KINDS = ("nccl_tests", "perftest", "burnin", "tune", "ddp", "dcgm_diag")
+KINDS = ("nccl_tests", "perftest", "burnin", "tune", "ddp", "dcgm_diag", "readiness")
 # The kinds whose records do not name the hosts they ran on: the caller names them (``nodes``).
 KINDS_WITH_NODES = ("tune", "ddp")
 PLACEMENTS = ("out_of_place", "in_place")
@@ -43,6 +43,7 @@ _BURNIN = metrics.PREFIX + "burnin_"
 _TUNE = metrics.PREFIX + "nccl_tune_"
 _DDP = metrics.PREFIX + "ddp_"
 _DCGM = metrics.PREFIX + "dcgm_diag_"
+_READINESS = metrics.PREFIX + "readiness_"
 
 
 class FiguresError(ValueError):
@@ -455,6 +456,32 @@ def dcgm_diag_families(records, cluster, run_time):
     ]
 
 
+def readiness_families(findings, cluster, run_time):
+    """Readiness findings (the report's node and cluster findings: {check, severity, target}) -> ``..._finding`` (1
+    per check, severity and target, the node the target names as a label: version_floor, version_drift, pcie_acs,
+    gpudirect_path and every other check can be alerted on) and ``..._findings`` (how many per check and severity)."""
+    base = {"cluster": cluster}
+    each, counted = _Series(_latest), {}
+    for found in findings:
+        if not found.get("check") or found.get("severity") not in ("critical", "warning", "info"):
+            continue   # not a finding
+        target = str(found.get("target") or "")
+        node = target.split("/", 1)[0].split(":", 1)[0] or "cluster"
+        labels = dict(base, node=node, check=str(found.get("check")), severity=str(found.get("severity")), target=target)
+        each.add(labels, 1)
+        key = (labels["check"], labels["severity"])
+        counted[key] = counted.get(key, 0) + 1
+    totals = _Series(_latest)
+    for (name, severity), count in sorted(counted.items()):
+        totals.add(dict(base, check=name, severity=severity), count)
+    return [
+        _timestamp(_READINESS, "readiness report", base, run_time),
+        _family(_READINESS + "finding", "1 for each readiness finding: its check, severity, target and the node it "
+                "names (version_floor, version_drift, pcie_acs, gpudirect_path, iommu_mode and the rest).", each),
+        _family(_READINESS + "findings", "How many readiness findings of each check and severity.", totals),
+    ]
+
+
 def check(kind, records, cluster, run_time, nodes=None):
     """The inputs checked: FiguresError naming the value and what was expected."""
     if kind not in KINDS:
@@ -491,6 +518,8 @@ def families(kind, records, cluster, run_time, nodes=None):
         return tune_families(records, cluster, run_time, nodes)
     if kind == "dcgm_diag":
         return dcgm_diag_families(records, cluster, run_time)
+    if kind == "readiness":
+        return readiness_families(records, cluster, run_time)
     return ddp_families(records, cluster, run_time, nodes)
 
 

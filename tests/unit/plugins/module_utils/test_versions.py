@@ -117,3 +117,16 @@ def test_the_rdma_stack_from_real_ofed_info_outputs_drifts_and_takes_a_floor():
     records["n3"]["rdma_stack"] = dict(new, version="24.07-0.6.1.0")
     found = [(f["check"], f["target"]) for f in readiness.build_report(records)["cluster_findings"] if f["check"].startswith("version")]
     assert found == [("version_drift", "n3")]
+
+
+def test_the_two_findings_are_metrics_naming_node_check_and_target():
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.render import figures
+    report = readiness.build_report(_fleet(n2={"fw": "28.37.1014"}, n4={"driver": "580.82.07"}))
+    found = report["cluster_findings"] + [f for n in report["nodes"].values() for f in n["findings"]]
+    text = figures.text("readiness", found, "lab", 1795526184)
+    assert ('gpufabric_readiness_finding{check="version_floor",cluster="lab",node="n4",severity="critical",target="n4"} 1'
+            in text), text
+    assert ('gpufabric_readiness_finding{check="version_drift",cluster="lab",node="n2",severity="warning",'
+            'target="n2/mlx5_0"} 1') in text
+    assert 'gpufabric_readiness_findings{check="version_drift",cluster="lab",severity="warning"} 2' in text
+    assert "gpufabric_readiness_run_timestamp_seconds" in text
