@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import gpudirect, known_good_floors, nccl_path, pcie_path, versions
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import render_table
@@ -104,6 +105,10 @@ def node_findings(host, record, expected_gpu_count=None):
     pcie = gpu.get("pcie") or {}
     if pcie.get("links") is not None:   # lspci -vvv as discovery read it: ACS on the GPUDirect path, links trained down
         found += pcie_path.findings(host, pcie, virtualized=virtual)
+    firmware = record.get("nic_firmware")
+    if isinstance(firmware, dict):   # discovery compared the NIC firmware with the site's profiles
+        found += nic_firmware.findings(host, firmware.get("plans") or [], firmware.get("profiles") or [],
+                                       [firmware["error"]] if firmware.get("error") else [])
     for warning in (record.get("nccl") or {}).get("warnings") or []:
         found.append(finding("nccl_env", "warning", host, warning, "fix the NCCL overrides or profile"))
     # show_gids against sysfs (discovery ran it where installed): a GID index NCCL_IB_GID_INDEX would take wrong

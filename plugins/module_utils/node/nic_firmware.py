@@ -15,14 +15,12 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxconfig
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware as firmware_plan
 
-CHECK = "nic_firmware_settings"
-# A card the tool could not read: its own check, so a policy that drains on wrong settings never drains on unknown ones.
-UNREAD = "nic_firmware_unread"
+# The health check's finding per card (plan/nic_firmware.findings, pure: readiness judges discovery's plans with it).
+findings = firmware_plan.findings
 
 
 def devices_from_sysfs(rdma_devices):
@@ -69,32 +67,6 @@ def plans(queried, wanted):
     for device in queried:
         planned = firmware_plan.plan(dict(device, device=device.get("queried") or device.get("device")), wanted)
         out.append(planned)
-    return out
-
-
-def _changes_text(planned):
-    parts = ["%s %s -> %s" % (c["setting"], c["now"], c["wanted"]) for c in planned["changes"]]
-    parts += ["%s %s -> %s (set, waits for a firmware reset)" % (c["setting"], c["now"], c["wanted"])
-              for c in planned.get("pending") or []]
-    return ", ".join(parts)
-
-
-def findings(host, planned, profiles, problems=None):
-    """A warning per device whose firmware settings differ from the profiles (target host/device), one per device the
-    tool could not read (its own check, nic_firmware_unread: unknown is not wrong); the fix says how the change is
-    carried out: by the decider, never on a node in service."""
-    out = []
-    named = ", ".join(profiles) or "the site's settings"
-    for item in planned:
-        if not item["changes"] and not item.get("pending"):
-            continue
-        out.append(finding(CHECK, "warning", "%s/%s" % (host, item["device"]),
-                           "%s (%s): %s (%s)" % (item["device"], item["device_type"] or "?", _changes_text(item), named),
-                           "the change needs a firmware reset: let the decider drain the node (a policy rule for %s), "
-                           "and remediate.yml sets it, resets the NIC, certifies the node and resumes it" % CHECK))
-    for problem in problems or []:
-        out.append(finding(UNREAD, "warning", "%s/nic-firmware" % host, "the firmware settings could not be read: %s" % problem,
-                           "install MFT (mlxconfig) or mstflint (mstconfig) and run the check as root"))
     return out
 
 

@@ -25,8 +25,12 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxconfig
 
+CHECK = "nic_firmware_settings"
+# A card the tool could not read: its own check, so a policy that drains on wrong settings never drains on unknown ones.
+UNREAD = "nic_firmware_unread"
 PROFILES = ("roce_lossless", "sriov", "ats", "ethernet", "infiniband")
 DEFAULTS = {"ecn_priorities": [3], "cnp_priority": 6, "cnp_dscp": 48, "num_vfs": 8}
 _SETTING = re.compile(r"^[A-Z][A-Za-z0-9_]{0,63}$")
@@ -164,3 +168,29 @@ def check_options(given):
     reset = os.path.join(os.path.dirname(str(tool)), TOOLS[os.path.basename(str(tool))])
     return {"profiles": list(profiles), "params": dict(given.get("params") or {}), "settings": dict(settings),
             "tool": str(tool), "reset_tool": reset, "devices": list(devices), "wanted": wanted}
+
+
+def _changes_text(planned):
+    parts = ["%s %s -> %s" % (c["setting"], c["now"], c["wanted"]) for c in planned["changes"]]
+    parts += ["%s %s -> %s (set, waits for a firmware reset)" % (c["setting"], c["now"], c["wanted"])
+              for c in planned.get("pending") or []]
+    return ", ".join(parts)
+
+
+def findings(host, planned, profiles, problems=None):
+    """A warning per device whose firmware settings differ from the profiles (target host/device), one per device the
+    tool could not read (its own check, nic_firmware_unread: unknown is not wrong); the fix says how the change is
+    carried out: by the decider, never on a node in service."""
+    out = []
+    named = ", ".join(profiles) or "the site's settings"
+    for item in planned:
+        if not item["changes"] and not item.get("pending"):
+            continue
+        out.append(finding(CHECK, "warning", "%s/%s" % (host, item["device"]),
+                           "%s (%s): %s (%s)" % (item["device"], item["device_type"] or "?", _changes_text(item), named),
+                           "the change needs a firmware reset: let the decider drain the node (a policy rule for %s), "
+                           "and remediate.yml sets it, resets the NIC, certifies the node and resumes it" % CHECK))
+    for problem in problems or []:
+        out.append(finding(UNREAD, "warning", "%s/nic-firmware" % host, "the firmware settings could not be read: %s" % problem,
+                           "install MFT (mlxconfig) or mstflint (mstconfig) and run the check as root"))
+    return out
