@@ -163,15 +163,18 @@ ansible_facts:
           sample: [{"address": "0000:00:06.0", "device": "0x2330", "driver": null}]
         gpudirect:
           description:
-            - What decides the GPUDirect RDMA path - C(kernel_module) (C(driver), C(open): the open GPU kernel
+            - What decides the GPUDirect RDMA path - C(kernel_module) (C(driver), C(open) - the open GPU kernel
               modules, which DMA-BUF needs; from C(/proc/driver/nvidia/version)), C(memory_peers) (the names under
-              C(/sys/kernel/mm/memory_peers): C(nvidia-peermem) is what NCCL looks for), C(iommu) (each GPU's IOMMU
+              C(/sys/kernel/mm/memory_peers) - C(nvidia-peermem) is what NCCL looks for), C(iommu) (each GPU's IOMMU
               mode - C(passthrough), C(translated), C(off) - from its C(iommu_group/type)) and C(iommu_cmdline) (the
               boot's C(iommu), C(intel_iommu), C(amd_iommu) arguments). Readiness judges the path from these.
           type: dict
           returned: when GPUs were found
-          sample: {"kernel_module": {"driver": "590.48.01", "open": true}, "memory_peers": [], "iommu": {"0000:19:00.0": "passthrough"},
-                   "iommu_cmdline": {"iommu": "pt"}}
+          sample:
+            kernel_module: {driver: 590.48.01, open: true}
+            memory_peers: []
+            iommu: {"0000:19:00.0": passthrough}
+            iommu_cmdline: {iommu: pt}
         fabric:
           description:
             - The node's NVLink domain from the Fabric fields of the same C(nvidia-smi -q -x) (GB200 NVL72 and other

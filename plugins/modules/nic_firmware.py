@@ -114,6 +114,7 @@ applied:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, nic_firmware, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as firmware_wanted
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware as firmware_plan
 
 
@@ -125,7 +126,7 @@ def _lines(plans, key):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(profiles=dict(type="list", elements="str", default=[], choices=list(firmware_plan.PROFILES)),
+        argument_spec=dict(profiles=dict(type="list", elements="str", default=[], choices=list(firmware_wanted.PROFILES)),
                            params=dict(type="dict", default={}), settings=dict(type="dict", default={}),
                            tool=dict(type="str", default="mlxconfig"), devices=dict(type="list", elements="str", default=[]),
                            apply=dict(type="bool", default=False), reset=dict(type="bool", default=True),
@@ -134,7 +135,7 @@ def main():
     )
     p = module.params
     try:
-        wanted = firmware_plan.check_options({"profiles": p["profiles"], "params": p["params"], "settings": p["settings"],
+        wanted = firmware_wanted.check_options({"profiles": p["profiles"], "params": p["params"], "settings": p["settings"],
                                               "tool": p["tool"], "devices": p["devices"]})
         runner = commands.Runner(commands.check_timeout(p["timeout"], "timeout"))
     except ValueError as exc:

@@ -16,7 +16,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.rates import RATE_RULES
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding, ordered
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are

@@ -12,8 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import gpudirect, known_good_floors, nccl_path, pcie_path, versions
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import (
+    gpudirect, known_good_floors, nccl_path, nic_firmware, pcie_path, versions)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import render_table

@@ -17,10 +17,9 @@ import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxconfig
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as firmware_wanted
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware as firmware_plan
 
-# The health check's finding per card (plan/nic_firmware.findings, pure: readiness judges discovery's plans with it).
-findings = firmware_plan.findings
 
 
 def devices_from_sysfs(rdma_devices):
@@ -29,7 +28,7 @@ def devices_from_sysfs(rdma_devices):
     cards = {}
     for device in rdma_devices:
         address = device.get("pci_address") or ""
-        if not str(device.get("driver") or "").startswith(("mlx4", "mlx5")) or not firmware_plan.DEVICE_RE.match(address):
+        if not str(device.get("driver") or "").startswith(("mlx4", "mlx5")) or not firmware_wanted.DEVICE_RE.match(address):
             continue
         card = address.rsplit(".", 1)[0]
         cards[card] = min(cards.get(card, address), address)

@@ -17,6 +17,7 @@ import os
 import time
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, rates
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as firmware_wanted
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, nic_firmware, sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding
@@ -148,7 +149,7 @@ def _dcgm_findings(host, opts, runner, unreadable, level, timeout):
 def _firmware_findings(host, opts, runner, devices, unreadable):
     """NIC firmware settings against the profiles (node/nic_firmware.py): a warning per card that differs; a card the
     tool could not read makes the report incomplete (a node never returns to service on settings nobody read)."""
-    wanted = nic_firmware.firmware_plan.check_options(opts["nic_firmware"])
+    wanted = firmware_wanted.check_options(opts["nic_firmware"])
     addresses = wanted["devices"] or nic_firmware.devices_from_sysfs(devices)
     if not addresses:
         return {"findings": [], "plans": []}
@@ -156,7 +157,7 @@ def _firmware_findings(host, opts, runner, devices, unreadable):
     for problem in queried["problems"]:
         unreadable.append("NIC firmware settings: %s" % problem)
     planned = nic_firmware.plans(queried["devices"], wanted["wanted"])
-    return {"findings": nic_firmware.findings(host, planned, wanted["profiles"], queried["problems"]), "plans": planned}
+    return {"findings": firmware_wanted.findings(host, planned, wanted["profiles"], queried["problems"]), "plans": planned}
 
 
 def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None, dcgm_level=None):

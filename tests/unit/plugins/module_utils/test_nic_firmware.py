@@ -5,6 +5,7 @@ import os
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxconfig
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as w
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware as f
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "mlxconfig"))
@@ -17,7 +18,7 @@ def device(name):
 
 def test_roce_lossless_on_a_connectx4_lx_with_factory_congestion_settings():
     cx4lx = device("mstconfig_q_cx4lx_nextboot_only.txt")
-    planned = f.plan(cx4lx, f.desired(["roce_lossless"], {"ecn_priorities": [3]}))
+    planned = f.plan(cx4lx, w.desired(["roce_lossless"], {"ecn_priorities": [3]}))
     # ECN, CNP priority 6 and DSCP 48 are already there; congestion control on all 8 priorities is not priority 3 only
     assert planned["changes"] == [{"setting": "ROCE_CC_PRIO_MASK_P1", "now": "255", "wanted": "8"},
                                   {"setting": "ROCE_CC_PRIO_MASK_P2", "now": "255", "wanted": "8"}]
@@ -27,10 +28,10 @@ def test_roce_lossless_on_a_connectx4_lx_with_factory_congestion_settings():
 
 def test_sriov_already_there_ats_and_link_type_missing_on_an_ethernet_only_card():
     cx4lx = device("mstconfig_q_cx4lx_nextboot_only.txt")
-    planned = f.plan(cx4lx, f.desired(["sriov", "ats", "ethernet"], {"num_vfs": 8}))
+    planned = f.plan(cx4lx, w.desired(["sriov", "ats", "ethernet"], {"num_vfs": 8}))
     assert planned["changes"] == [] and planned["argv"] is None and not planned["reset_needed"]
     assert planned["missing"] == ["ATS_ENABLED", "LINK_TYPE_P*"]
-    more = f.plan(cx4lx, f.desired(["sriov"], {"num_vfs": 16}))
+    more = f.plan(cx4lx, w.desired(["sriov"], {"num_vfs": 16}))
     assert more["changes"] == [{"setting": "NUM_OF_VFS", "now": "8", "wanted": "16"}]
     text = f.diff_text([planned, more])
     assert "01:00.1 (ConnectX4LX): not shown by this device (no such setting on it): ATS_ENABLED, LINK_TYPE_P*" in text
@@ -39,8 +40,8 @@ def test_sriov_already_there_ats_and_link_type_missing_on_an_ethernet_only_card(
 
 def test_a_set_in_progress_counts_its_new_value_and_a_vpi_card_gets_its_link_type():
     cx4 = device("mlxconfig_set_link_type_dualport_cx4.txt")   # IB(1) -> ETH(2) was just set
-    assert f.plan(cx4, f.desired(["ethernet"]))["changes"] == []
-    back = f.plan(cx4, f.desired(["infiniband"]))
+    assert f.plan(cx4, w.desired(["ethernet"]))["changes"] == []
+    back = f.plan(cx4, w.desired(["infiniband"]))
     assert [c["setting"] for c in back["changes"]] == ["LINK_TYPE_P1", "LINK_TYPE_P2"] and back["changes"][0]["now"] == "ETH(2)"
 
 
@@ -54,13 +55,13 @@ def test_a_set_in_progress_counts_its_new_value_and_a_vpi_card_gets_its_link_typ
     ([], None, {"NUM_OF_VFS": "8; reboot"}, "the value must be a number, true/false or a word"),
 ])
 def test_bad_profiles_and_values_are_refused_naming_them(profiles, params, extra, message):
-    with pytest.raises(f.FirmwareError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        f.desired(profiles, params, extra)
+    with pytest.raises(w.FirmwareError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        w.desired(profiles, params, extra)
 
 
 def test_a_value_set_for_the_next_boot_while_the_firmware_runs_the_old_one_waits_only_for_a_reset():
     cx5 = device("mlxconfig_q_cx5_default_current_next_asterisk_elided.txt")
-    wanted = f.desired([], None, {"ADVANCED_PCI_SETTINGS": True})
+    wanted = w.desired([], None, {"ADVANCED_PCI_SETTINGS": True})
     assert f.plan(cx5, wanted)["changes"] == [] and f.plan(cx5, wanted)["pending"] == []   # current and next both True(1)
     waiting = dict(cx5, settings=dict(cx5["settings"], ADVANCED_PCI_SETTINGS=dict(
         cx5["settings"]["ADVANCED_PCI_SETTINGS"], current=mlxconfig.value("False(0)"))))
@@ -78,5 +79,5 @@ def test_a_value_set_for_the_next_boot_while_the_firmware_runs_the_old_one_waits
     (["sriov"], "must be a mapping"),
 ])
 def test_the_checks_firmware_option_is_refused_naming_what_is_wrong(given, message):
-    with pytest.raises(f.FirmwareError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        f.check_options(given)
+    with pytest.raises(w.FirmwareError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        w.check_options(given)

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, nic_firmware as node_fw, node_checks
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware as f
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as f
 
 HERE = os.path.dirname(__file__)
 STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "..", "lab", "mlxconfig-standin", "mlxconfig"))
@@ -33,7 +33,7 @@ def test_query_plan_finding_set_and_reset_through_the_tools(tools):
     queried = node_fw.query(runner, options["tool"], options["devices"])
     assert queried["problems"] == [] and queried["devices"][0]["queried"] == "01:00.1"
     planned = node_fw.plans(queried["devices"], options["wanted"])
-    found = node_fw.findings("n1", planned, options["profiles"])
+    found = f.findings("n1", planned, options["profiles"])
     assert [(x["check"], x["severity"], x["target"]) for x in found] == [("nic_firmware_settings", "warning", "n1/01:00.1")]
     assert found[0]["detail"] == ("01:00.1 (ConnectX4LX): ROCE_CC_PRIO_MASK_P1 255 -> 8, ROCE_CC_PRIO_MASK_P2 255 -> 8 "
                                   "(roce_lossless)")
@@ -44,7 +44,7 @@ def test_query_plan_finding_set_and_reset_through_the_tools(tools):
     assert log[-2:] == ["mlxconfig -y -d 01:00.1 set ROCE_CC_PRIO_MASK_P1=8 ROCE_CC_PRIO_MASK_P2=8",
                         "mlxfwreset -d 01:00.1 -y reset"]
     again = node_fw.plans(node_fw.query(runner, options["tool"], options["devices"])["devices"], options["wanted"])
-    assert node_fw.findings("n1", again, options["profiles"]) == []
+    assert f.findings("n1", again, options["profiles"]) == []
 
 
 def test_a_device_the_tool_cannot_open_is_unknown_not_wrong_and_nothing_is_set(tools):
@@ -52,7 +52,7 @@ def test_a_device_the_tool_cannot_open_is_unknown_not_wrong_and_nothing_is_set(t
     options = f.check_options(dict(LOSSLESS, tool=str(tools / "mlxconfig")))
     queried = node_fw.query(commands.Runner(20), options["tool"], options["devices"])
     assert queried["devices"] == [] and queried["problems"] == ["mlxconfig -d 01:00.1 q: Failed to open the device"]
-    found = node_fw.findings("n1", [], options["profiles"], queried["problems"])
+    found = f.findings("n1", [], options["profiles"], queried["problems"])
     assert [(x["check"], x["severity"]) for x in found] == [("nic_firmware_unread", "warning")]
     missing = node_fw.query(commands.Runner(20), str(tools / "absent" / "mlxconfig"), ["01:00.1"])
     assert missing["problems"][0].endswith("mlxconfig is not installed")
