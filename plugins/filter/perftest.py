@@ -39,20 +39,32 @@ def perftest_summary(judged, replayed_from=None):
     return perftest_runs.perftest_markdown(judged, replayed_from or None)
 
 
-def perftest_plan(pairs, tests, rails_by_host=None):
+def perftest_plan(pairs, tests, rails_by_host=None, rounds=False):
     expect_list_of_mappings("perftest_plan", pairs, "a list of pairs, each with server and client")
+    if not isinstance(rounds, bool):
+        fail("perftest_plan", "rounds must be true or false, got %r" % (rounds,))
     expect_list_of_mappings("perftest_plan", tests, "tests as a list of mappings with name")
     if rails_by_host is not None:
         expect("perftest_plan", rails_by_host, (Mapping,), "rails_by_host as a mapping of host to its rail devices")
     try:
-        return perftest_runs.perftest_plan([dict(p) for p in pairs], [dict(t) for t in tests],
+        plan = perftest_runs.perftest_plan([dict(p) for p in pairs], [dict(t) for t in tests],
                                            dict((h, list(d) if isinstance(d, (list, tuple)) else d)
                                                 for h, d in (rails_by_host or {}).items()))
+        return perftest_runs.plan_rounds(plan) if rounds else plan
     except ValueError as exc:
         fail("perftest_plan", str(exc))
+
+
+def perftest_round_results(entries, clients, servers, argvs, addresses):
+    expect_list_of_mappings("perftest_round_results", entries, "a round of perftest_plan(rounds=true)")
+    for name, value in (("clients", clients), ("servers", servers), ("argvs", argvs), ("addresses", addresses)):
+        expect("perftest_round_results", value, (list, tuple), "%s as a list, one per run of the round" % name)
+        if len(value) != len(entries):
+            fail("perftest_round_results", "%s has %d items for a round of %d runs" % (name, len(value), len(entries)))
+    return perftest_runs.round_results([dict(e) for e in entries], list(clients), list(servers), list(argvs), list(addresses))
 
 
 class FilterModule(object):
     def filters(self):
         return filters({"pair_hosts": pair_hosts, "perftest_judge": perftest_judge, "perftest_summary": perftest_summary,
-                        "perftest_plan": perftest_plan})
+                        "perftest_plan": perftest_plan, "perftest_round_results": perftest_round_results})

@@ -35,12 +35,13 @@ def test_a_missing_or_stale_explanation_is_an_error():
     assert troubleshooting.problems(explained, checks, failures) == []
     broken = copy.deepcopy(explained)
     del broken["findings"]["gpu_xid"]
-    del broken["failures"]["perftest: Fail without a pair"]
+    del broken["failures"]["perftest: Fail without a pair, or with a pair outside the play"]
     broken["findings"]["gone_check"] = {"title": "t", "meaning": "m", "fix": "f"}
     errors = troubleshooting.problems(broken, checks, failures)
     assert len(errors) == 3
     assert any(e.startswith("finding gpu_xid ") for e in errors)
-    assert any("'perftest: Fail without a pair' (roles/perftest/tasks/main.yml)" in e for e in errors)
+    assert any("'perftest: Fail without a pair, or with a pair outside the play' (roles/perftest/tasks/main.yml)" in e
+               for e in errors)
     assert any("gone_check, which no code reports" in e for e in errors)
 
 

@@ -67,6 +67,45 @@ def perftest_plan(pairs, tests, rails_by_host=None):
     return plan
 
 
+def plan_rounds(plan):
+    """perftest_plan's runs -> rounds that run at once: [[{index, pair, test, rail}], ...]. No host is in two runs of a
+    round (each NIC measures one thing at a time), each run goes to the first round where both its hosts are free, and
+    ``index`` (its place in the plan) keeps each run's port apart. Disjoint pairs share rounds, so the number of rounds
+    grows with the tests and rails of a pair, not with the number of hosts: O(N) runs in O(1) rounds."""
+    rounds, busy = [], []
+    for index, (pair, test, rail) in enumerate(plan):
+        hosts = {pair.get("server"), pair.get("client")}
+        for number, taken in enumerate(busy):
+            if not hosts & taken:
+                break
+        else:
+            number = len(rounds)
+            rounds.append([])
+            busy.append(set())
+        rounds[number].append({"index": index, "pair": pair, "test": test, "rail": rail})
+        busy[number] |= hosts
+    return rounds
+
+
+def round_results(entries, clients, servers, argvs, addresses):
+    """One round's runs (plan_rounds' entries) and, in the same order, what each run's client and server registered,
+    the client's argv and the server's address -> the results judge_perftest reads, in the plan's order. A client that
+    registered nothing (check mode, a host that dropped out) or was skipped is ``not_run``, never a measurement."""
+    out = []
+    for entry, done, served, argv, address in sorted(zip(entries, clients, servers, argvs, addresses),
+                                                     key=lambda item: item[0].get("index", 0)):
+        done = done if isinstance(done, Mapping) else {}
+        served = served if isinstance(served, Mapping) else {}
+        pair = entry.get("pair") or {}
+        out.append({"test": (entry.get("test") or {}).get("name"), "server": pair.get("server"), "client": pair.get("client"),
+                    "rail": entry.get("rail"), "command": "%s %s" % (" ".join(argv or []), address or ""),
+                    "client_rc": done.get("rc"),
+                    "not_run": (done.get("msg") or "skipped") if done.get("skipped") or not done else None,
+                    "stdout": done.get("stdout") or "", "stderr": done.get("stderr") or "",
+                    "server_stdout": served.get("stdout") or "", "server_stderr": served.get("stderr") or ""})
+    return out
+
+
 def _rail_text(rail):
     return "rail %d (%s -> %s)" % (rail["index"], rail["client_device"], rail["server_device"])
 

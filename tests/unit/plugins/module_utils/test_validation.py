@@ -130,6 +130,26 @@ def test_perftest_plan_per_pair_and_per_rail():
         ("b", "a", 1, "mlx5_2", "mlx5_3"), ("a", "b", 1, "mlx5_3", "mlx5_2")]
 
 
+def test_perftest_rounds_run_disjoint_pairs_at_once_and_grow_with_a_pairs_runs_not_the_hosts():
+    tests = [{"name": "ib_write_bw"}, {"name": "ib_read_lat"}]
+    for count in (4, 64, 1000):
+        hosts = ["h%04d" % i for i in range(count)]
+        plan = perftest_runs.perftest_plan(perftest_runs.pair_hosts(hosts), tests)
+        rounds = perftest_runs.plan_rounds(plan)
+        assert len(plan) == count and len(rounds) == 2   # every pair's two tests, whatever the fleet's size
+        for entries in rounds:
+            busy = [h for e in entries for h in (e["pair"]["server"], e["pair"]["client"])]
+            assert len(busy) == len(set(busy))   # no host in two runs of a round
+        assert sorted(e["index"] for r in rounds for e in r) == list(range(len(plan)))
+    # Per rail both directions of a pair share its hosts: one run a round, in the plan's order.
+    plan = perftest_runs.perftest_plan([{"server": "a", "client": "b"}, {"server": "c", "client": "d"}], tests[:1],
+                                       {h: ["mlx5_0", "mlx5_1"] for h in "abcd"})
+    rounds = perftest_runs.plan_rounds(plan)
+    assert [[(e["pair"]["client"], e["pair"]["server"], e["rail"]["index"]) for e in r] for r in rounds] == [
+        [("b", "a", 0), ("d", "c", 0)], [("a", "b", 0), ("c", "d", 0)], [("b", "a", 1), ("d", "c", 1)],
+        [("a", "b", 1), ("c", "d", 1)]]
+
+
 @pytest.mark.parametrize("rails, message", [
     ({"a": ["mlx5_0", "mlx5_1"], "b": ["mlx5_0"]},
      "per-rail perftest needs as many rails on both hosts: b has 1 \\(mlx5_0\\), a has 2 \\(mlx5_0, mlx5_1\\)"),
