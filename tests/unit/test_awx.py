@@ -112,7 +112,7 @@ def _doc_options(module):
 
 
 def test_there_is_a_template_for_discover_site_validate_and_burnin():
-    assert sorted(t["playbook"] for t in TEMPLATES) == ["burnin.yml", "discover.yml", "site.yml", "validate.yml"]
+    assert sorted(t["playbook"] for t in TEMPLATES) == ["burnin.yml", "configure.yml", "discover.yml", "site.yml", "validate.yml"]
 
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t["playbook"])
@@ -216,3 +216,14 @@ def test_discover_with_the_survey_answers_hands_its_verdict_to_awx(tmp_path):
     readiness = json.loads((tmp_path / "report" / "readiness.json").read_text())
     assert readiness["expected_gpu_count"] == 8
     assert any(f["check"] == "gpu_count" and "expected 8 GPUs" in f["detail"] for f in readiness["nodes"]["localhost"]["findings"])
+
+
+def test_only_node_local_work_is_sliced():
+    """A sliced job runs the playbook on each slice apart: the fleet-wide playbooks never are, and the sliced configure
+    skips the one fleet-wide step it holds (the OpenMPI SSH mesh, tag mpi)."""
+    sliced = [t for t in TEMPLATES if int(t.get("job_slice_count", 1)) > 1]
+    assert [t["playbook"] for t in sliced] == ["configure.yml"]
+    assert "mpi" in sliced[0]["skip_tags"].split(",")
+    with open(os.path.join(ROOT, "playbooks", "configure.yml"), encoding="utf-8") as handle:
+        text = handle.read()
+    assert "gpufabric.rdma.openmpi" in text and "tags: [mpi]" in text

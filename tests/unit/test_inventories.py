@@ -54,3 +54,15 @@ def test_every_role_variable_is_documented(hosts):
 def test_the_check_catches_a_typo():
     assert role_of("rdma_network_mtus") == "rdma_network" and "rdma_network_mtus" not in set(role_options("rdma_network"))
     assert role_of("nccl_tests_min_busbw") == "nccl_tests"  # not "nccl"
+
+
+def test_the_example_ansible_cfg_sets_what_the_scale_section_says():
+    """inventories/examples/ansible.cfg as ansible-config reads it: forks, the fact cache, linear, pipelining and one
+    SSH connection per host for the run (README "Running at scale")."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "inventories", "examples", "ansible.cfg"))
+    dump = subprocess.run(["ansible-config", "dump", "--only-changed", "--format", "json"], capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+    assert dump.returncode == 0, dump.stderr
+    changed = dict((item["name"], item["value"]) for item in json.loads(dump.stdout) if "name" in item)
+    assert changed["DEFAULT_FORKS"] == 50 and changed["DEFAULT_STRATEGY"] == "linear"
+    assert changed["CACHE_PLUGIN"] == "jsonfile" and changed["DEFAULT_GATHERING"] == "smart"
