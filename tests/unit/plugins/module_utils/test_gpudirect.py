@@ -139,3 +139,14 @@ def test_ethtool_i_of_an_inbox_connectx7_carries_its_board_id():
     info = ethtool.parse_ethtool_info(read("ethtool", "ethtool_i_mlx5_psid_cx7_amzn2023_inbox.txt"))
     assert (info["firmware_version"], info["psid"], info["version"]) == (
         "28.42.1000", "MT_0000000834", "6.1.106-116.188.amzn2023.x86_64")
+
+
+def test_a_whole_nvidia_smi_q_of_an_h800_reads_into_sections():
+    parsed = nvidia_smi_q.parse_nvidia_smi_q(read("nvidia_smi", "nvidia_smi_q_h800_ecc_remapped_rows.txt"))
+    assert (parsed["driver_version"], parsed["cuda_version"], parsed["attached_gpus"]) == ("525.105.17", "12.0", 8)
+    (one,) = parsed["gpus"]
+    assert (one["product_name"], one["vbios_version"]) == ("NVIDIA H800", "96.00.51.00.0E")
+    assert one["fields"]["ECC Errors"]["Volatile"]["DRAM Uncorrectable"] == "N/A"
+    rows = one["fields"]["Remapped Rows"]
+    assert (rows["Uncorrectable Error"], rows["Pending"], rows["Remapping Failure Occurred"]) == ("0", "No", "No")
+    assert rows["Bank Remap Availability Histogram"]["Max"] == "2560 bank(s)"
