@@ -136,7 +136,7 @@ def main():
     p = module.params
     try:
         wanted = firmware_wanted.check_options({"profiles": p["profiles"], "params": p["params"], "settings": p["settings"],
-                                              "tool": p["tool"], "devices": p["devices"]})
+                                                "tool": p["tool"], "devices": p["devices"]})
         runner = commands.Runner(commands.check_timeout(p["timeout"], "timeout"))
     except ValueError as exc:
         module.fail_json(msg=str(exc))

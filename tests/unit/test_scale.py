@@ -41,8 +41,7 @@ def _tasks(tasks, once=False):
         here = once or _once(task)
         if "block" in task:
             for key in ("block", "rescue", "always"):
-                for item in _tasks(task.get(key), here):
-                    yield item
+                yield from _tasks(task.get(key), here)
             continue
         yield task, here
 

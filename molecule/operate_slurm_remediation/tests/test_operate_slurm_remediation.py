@@ -362,7 +362,7 @@ def test_a_drained_node_returns_only_on_a_certificate_its_active_check_earned(ho
 
 
 FIRMWARE_CHECK = {"nic_firmware": {"profiles": ["roce_lossless"], "params": {"ecn_priorities": [3]},
-                                    "tool": "/opt/mlx-standin/mlxconfig", "devices": ["01:00.1"]}}
+                                   "tool": "/opt/mlx-standin/mlxconfig", "devices": ["01:00.1"]}}
 MLX_LOG = "cat /opt/mlx-standin/capture/log 2>/dev/null || true"
 
 

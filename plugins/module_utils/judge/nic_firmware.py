@@ -137,5 +137,6 @@ def findings(host, planned, profiles, problems=None):
                            "resumes it"))
     for problem in problems or []:
         out.append(finding("nic_firmware_unread", "warning", "%s/nic-firmware" % host,
-                           "the firmware settings could not be read: %s" % problem, "install MFT (mlxconfig) or mstflint (mstconfig) and run the check as root"))
+                           "the firmware settings could not be read: %s" % problem,
+                           "install MFT (mlxconfig) or mstflint (mstconfig) and run the check as root"))
     return out

@@ -21,7 +21,6 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_fi
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nic_firmware as firmware_plan
 
 
-
 def devices_from_sysfs(rdma_devices):
     """The PCI address of each NVIDIA (Mellanox) card among read_rdma_devices' entries, one per card: its settings are
     the card's, so the lowest function of each bus:device stands for it."""

@@ -18,6 +18,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxconfig
 
+
 def _word(value):
     if isinstance(value, bool):
         return "1" if value else "0"

@@ -10,14 +10,14 @@ from ansible_collections.gpufabric.rdma.plugins.modules import nic_firmware
 from moduletest import run_module
 
 HERE = os.path.dirname(__file__)
-STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "lab", "mlxconfig-standin", "mlxconfig"))
+STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "lab", "mlxconfig-standin"))
 FIXTURES = os.path.abspath(os.path.join(HERE, "..", "fixtures", "mlxconfig"))
 
 
 def _tools(tmp_path, query="mstconfig_q_cx4lx_nextboot_only.txt"):
     (tmp_path / "capture").mkdir()
-    shutil.copy(STANDIN, str(tmp_path / "mlxconfig"))
-    os.symlink("mlxconfig", str(tmp_path / "mlxfwreset"))
+    for name in ("mlxconfig", "mlxfwreset", "standin.py"):
+        shutil.copy(os.path.join(STANDIN, name), str(tmp_path / name))
     shutil.copy(os.path.join(FIXTURES, query), str(tmp_path / "capture" / "q.txt"))
     shutil.copy(os.path.join(FIXTURES, "mlxfwreset_reset_cx4_level3.txt"), str(tmp_path / "capture" / "reset.txt"))
     return {"profiles": ["roce_lossless"], "params": {"ecn_priorities": [3]}, "tool": str(tmp_path / "mlxconfig"),

@@ -10,7 +10,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.node import command
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as f
 
 HERE = os.path.dirname(__file__)
-STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "..", "lab", "mlxconfig-standin", "mlxconfig"))
+STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "..", "lab", "mlxconfig-standin"))
 FIXTURES = os.path.abspath(os.path.join(HERE, "..", "..", "fixtures", "mlxconfig"))
 LOSSLESS = {"profiles": ["roce_lossless"], "params": {"ecn_priorities": [3]}, "devices": ["01:00.1"]}
 
@@ -19,8 +19,8 @@ LOSSLESS = {"profiles": ["roce_lossless"], "params": {"ecn_priorities": [3]}, "d
 def tools(tmp_path):
     """The stand-in as mlxconfig and mlxfwreset in tmp_path, replaying the CX4 Lx query and the mlxfwreset capture."""
     (tmp_path / "capture").mkdir()
-    shutil.copy(STANDIN, str(tmp_path / "mlxconfig"))
-    os.symlink("mlxconfig", str(tmp_path / "mlxfwreset"))
+    for name in ("mlxconfig", "mlxfwreset", "standin.py"):
+        shutil.copy(os.path.join(STANDIN, name), str(tmp_path / name))
     shutil.copy(os.path.join(FIXTURES, "mstconfig_q_cx4lx_nextboot_only.txt"), str(tmp_path / "capture" / "q.txt"))
     shutil.copy(os.path.join(FIXTURES, "mlxfwreset_reset_cx4_level3.txt"), str(tmp_path / "capture" / "reset.txt"))
     return tmp_path
