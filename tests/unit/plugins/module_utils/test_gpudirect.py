@@ -121,7 +121,7 @@ def test_the_transport_proof_says_which_gpudirect_mechanism_nccl_used_in_its_own
     (reason,) = [r for r in judged["reasons"] if r["check"] == "gdr"]
     assert reason["reason"].endswith("through DMA-BUF") and "(DMABUF) enabled" in reason["evidence"][0]
     # RoCE with nvidia_peermem loaded, yet NCCL disabled GPUDirect on both HCAs (nccl#1537): a failed proof.
-    parsed, (reason,) = _gdr_reason("gdr_disabled_roce_peermem_loaded_nccl1537.txt")
+    parsed, (reason,) = _gdr_reason("gdr_disabled_roce_nccl1537.txt")
     assert parsed["gdr"] is False and reason["ok"] is False
     assert "NCCL ran without GPUDirect RDMA" in reason["reason"]
 
