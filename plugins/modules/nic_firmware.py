@@ -145,11 +145,11 @@ def main():
     if not devices:
         out["text"] = "no NVIDIA (Mellanox) card under %s/class/infiniband: nothing to compare\n" % p["sysfs_root"]
         module.exit_json(**out)
-    queried = nic_firmware.query(runner, wanted["tool"], devices)
-    if queried["problems"]:
+    read = nic_firmware.read(runner, wanted, devices)
+    if read["problems"]:
         module.fail_json(msg="the firmware settings could not be read, so nothing is changed: %s"
-                         % "; ".join(queried["problems"]), **out)
-    plans = nic_firmware.plans(queried["devices"], wanted["wanted"])
+                         % "; ".join(read["problems"]), **out)
+    plans = read["plans"]
     out.update(plans=plans, text=firmware_plan.diff_text(plans))
     differs = [x for x in plans if x["changes"] or (p["reset"] and x.get("pending"))]
     if module._diff:
@@ -164,8 +164,8 @@ def main():
     errors = [a["error"] for a in out["applied"] if a["error"]]
     if errors:
         module.fail_json(msg="NIC firmware change stopped: %s" % errors[0], **out)
-    after = nic_firmware.query(runner, wanted["tool"], [x["device"] for x in differs])
-    left = [x for x in nic_firmware.plans(after["devices"], wanted["wanted"]) if x["changes"]]
+    after = nic_firmware.read(runner, wanted, [x["device"] for x in differs])
+    left = [x for x in after["plans"] if x["changes"]]
     if after["problems"] or left:
         module.fail_json(msg="the NIC firmware does not show the new settings after the set: %s" % (
             "; ".join(after["problems"]) or firmware_plan.diff_text(left).strip()), **out)

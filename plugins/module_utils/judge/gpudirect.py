@@ -20,9 +20,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.versions import version_key
 
 DMABUF_KERNEL = (5, 12)
 DMABUF_CUDA = (11, 7)
@@ -30,8 +29,9 @@ PEERMEM_NAMES = ("nvidia-peermem", "nv_mem")
 
 
 def _version(text, parts=2):
-    numbers = re.findall(r"\d+", str(text or ""))[:parts]
-    return tuple(int(n) for n in numbers) if len(numbers) == parts else None
+    """'6.8.0-45-generic' -> (6, 8): the first ``parts`` numbers of versions.version_key, None with fewer."""
+    key = version_key(text) or ()
+    return key[:parts] if len(key) >= parts else None
 
 
 def path(inputs, kernel):

@@ -48,7 +48,7 @@ def query(runner, tool, devices):
         except mlxconfig.MlxconfigError:
             problems.append("%s: %s" % (where, result.describe() if not result.ok else "not mlxconfig output"))
             continue
-        errors = parsed["tool_errors"] + [e for d in parsed["devices"] for e in d["errors"]]
+        errors = mlxconfig.errors(parsed)
         shown = [d for d in parsed["devices"] if d["settings"]]
         if errors or not shown or not result.ok:
             problems.append("%s: %s" % (where, one_line("; ".join(errors) or result.describe() if not result.ok
@@ -61,11 +61,15 @@ def query(runner, tool, devices):
 
 def plans(queried, wanted):
     """Each queried device's plan (plan/nic_firmware.plan), addressed as it was queried."""
-    out = []
-    for device in queried:
-        planned = firmware_plan.plan(dict(device, device=device.get("queried") or device.get("device")), wanted)
-        out.append(planned)
-    return out
+    return [firmware_plan.plan(dict(device, device=device.get("queried") or device.get("device")), wanted)
+            for device in queried]
+
+
+def read(runner, wanted, addresses):
+    """Query ``addresses`` with the tool firmware_wanted.check_options named and plan them -> {plans, problems}: the
+    one read of the health check and of the nic_firmware module (before a change, and after it to confirm)."""
+    queried = query(runner, wanted["tool"], addresses)
+    return {"plans": plans(queried["devices"], wanted["wanted"]), "problems": queried["problems"]}
 
 
 def apply(runner, tool, reset_tool, planned, reset=True):
@@ -90,7 +94,7 @@ def apply(runner, tool, reset_tool, planned, reset=True):
             try:
                 parsed = mlxconfig.parse_mlxconfig(result.stdout + "\n" + result.stderr)
                 entry["applied"] = bool(parsed["devices"]) and all(d["applied"] for d in parsed["devices"])
-                errors = parsed["tool_errors"] + [e for d in parsed["devices"] for e in d["errors"]]
+                errors = mlxconfig.errors(parsed)
             except mlxconfig.MlxconfigError:
                 entry["applied"], errors = False, []
             if not result.ok or not entry["applied"]:

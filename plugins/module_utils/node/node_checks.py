@@ -153,11 +153,11 @@ def _firmware_findings(host, opts, runner, devices, unreadable):
     addresses = wanted["devices"] or nic_firmware.devices_from_sysfs(devices)
     if not addresses:
         return {"findings": [], "plans": []}
-    queried = nic_firmware.query(runner, wanted["tool"], addresses)
-    for problem in queried["problems"]:
+    read = nic_firmware.read(runner, wanted, addresses)
+    for problem in read["problems"]:
         unreadable.append("NIC firmware settings: %s" % problem)
-    planned = nic_firmware.plans(queried["devices"], wanted["wanted"])
-    return {"findings": firmware_wanted.findings(host, planned, wanted["profiles"], queried["problems"]), "plans": planned}
+    return {"findings": firmware_wanted.findings(host, read["plans"], wanted["profiles"], read["problems"]),
+            "plans": read["plans"]}
 
 
 def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None, dcgm_level=None):

@@ -130,6 +130,11 @@ def parse_mlxconfig(text):
     return out
 
 
+def errors(parsed):
+    """Every ``-E-`` line of parse_mlxconfig's result: the tool's own, then each device's."""
+    return parsed["tool_errors"] + [e for d in parsed["devices"] for e in d["errors"]]
+
+
 def effective(setting):
     """What a setting will be after the next reset: its 'new' value (set), else 'next_boot', else 'current'."""
     for column in ("new", "next_boot", "current"):
