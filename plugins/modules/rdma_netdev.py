@@ -180,9 +180,8 @@ boot_steps:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, netdev_host
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf, netdev_plan
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.files import write_atomic
 
 
@@ -234,13 +233,7 @@ def main():
     # changes: bad input, a missing interface or a tool that does not answer change nothing.
     try:
         runner = commands.Runner(params["command_timeout"])
-        for key in ("name", "rdma_device"):
-            if params[key] is not None:
-                text.check_ifname(key, params[key])
-        checked = netdev_plan.check_inputs(params)
-        ifname = netdev_host.resolve_interface(roots["sys"], params["name"], params["rdma_device"])
-        host = netdev_host.snapshot(params, ifname, runner, roots)
-        plan = netdev_plan.plan_all(host, params, checked)
+        ifname, plan = netdev_host.plan_for(params, runner, roots)
     except (ValueError, netdev_host.HostError) as exc:
         module.fail_json(msg=str(exc))
     for warning in plan.warnings:

@@ -15,6 +15,7 @@ __metaclass__ = type
 import glob
 import os
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf, netdev_plan
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.files import read_attr, read_text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.sysfs import listdir
@@ -178,3 +179,26 @@ def snapshot(params, ifname, runner, roots):
         targets += [queue + "/rps_cpus" for queue in host["rx_queues"]]
     host["paths"] = dict((path, _path_state(path)) for path in targets)
     return host
+
+
+def plan_for(params, runner, roots):
+    """rdma_netdev's whole read: inputs checked, the interface found and read, the plan made -> (ifname, plan).
+    ValueError for bad input, HostError for a host that cannot be read; nothing is changed. The applied module
+    calls it with the arguments rdma_netdev ran with, to find drift by the same reading."""
+    for key in ("name", "rdma_device"):
+        if params.get(key) is not None:
+            text.check_ifname(key, params[key])
+    checked = netdev_plan.check_inputs(params)
+    ifname = resolve_interface(roots["sys"], params.get("name"), params.get("rdma_device"))
+    host = snapshot(params, ifname, runner, roots)
+    return ifname, netdev_plan.plan_all(host, params, checked)
+
+
+def pending(plan):
+    """What the plan would change, one phrase each ([] when the interface is as asked)."""
+    changes = []
+    if plan.mtu and plan.mtu["before"] != plan.mtu["after"]:
+        changes.append("mtu %s -> %s" % (plan.mtu["before"], plan.mtu["after"]))
+    changes += ["%s differs" % path for path, before, after, _mode in plan.files if before != after]
+    changes += [description for description, _step in plan.steps]
+    return [change for index, change in enumerate(changes) if change not in changes[:index]]
