@@ -147,11 +147,11 @@ def drift(recorded, now):
         before, after = recorded.get(kind) or {}, now.get(kind) or {}
         for item in sorted(set(before) | set(after)):
             was, is_ = before.get(item, ABSENT), after.get(item, ABSENT)
+            what = "interface" if kind == "netdev" else kind[:-1]
             if is_.startswith(UNKNOWN) or (kind == "netdev" and is_ != "as applied"):
-                changes.append("%s %s: %s" % (kind[:-1] if kind != "netdev" else "interface", item, is_))
+                changes.append("%s %s: %s" % (what, item, is_))
             elif was != is_:
-                changes.append("%s %s: %s -> %s" % (kind[:-1] if kind != "netdev" else "interface", item,
-                                                     _short(was), _short(is_)))
+                changes.append("%s %s: %s -> %s" % (what, item, _short(was), _short(is_)))
     return changes
 
 
