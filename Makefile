@@ -17,7 +17,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help venv collection docker image lab-image lab lab-destroy lab-check test unit sanity lint yamllint build docs molecule bench changelog clean ee-context prometheus-tools
+.PHONY: help venv collection docker image lab-image lab lab-destroy lab-check test unit sanity lint yamllint build docs molecule bench bench-fleet changelog clean ee-context prometheus-tools
 
 help:
 	@echo "make lab          set everything up, start the 2-node container lab, run playbooks/site.yml and burnin.yml"
@@ -28,7 +28,8 @@ help:
 	@echo "make prometheus-tools  promtool, amtool, alertmanager from Debian's packages into build/tools (the unit stage uses them)"
 	@echo "make bench        parser throughput, the burn-in search against its target (rounds vs N), the remediation planner,"
 	@echo "                  topology.conf for 1,000 and 4,096 nodes, 1,000 nodes' alerts through a real Alertmanager,"
-	@echo "                  a 10,000-node Alertmanager notification through the decider"
+	@echo "                  a 10,000-node Alertmanager notification through the decider, and the fleet run (make bench-fleet:"
+	@echo "                  discover and an idempotent site run over SSH on 8, 16, 32 containers; controller CPU per node)"
 	@echo "make ee-context   the AWX execution environment's build context (ansible-builder create)"
 	@echo "make changelog    preview the next release's CHANGELOG.rst (build/changelog) from changelogs/fragments"
 
@@ -113,13 +114,19 @@ ee-context: collection
 	ansible-builder create --file execution-environment.yml --context build/ee/context >/dev/null
 	@echo "build context in build/ee/context: ansible-builder build --context build/ee/context -t <image>"
 
-bench: collection prometheus-tools
+bench: collection prometheus-tools image
 	python tests/bench/bench_parsers.py
 	python tests/bench/bench_burnin.py
 	python tests/bench/bench_remediation.py
 	python tests/bench/bench_topology.py
 	python tests/bench/bench_alert_scale.py
 	python tests/bench/bench_decider_notification.py
+	python tests/bench/bench_fleet.py --nodes 8 16 32
+
+# The fleet benchmark alone (about 25 minutes on 2 cores): 8, 16 and 32 systemd containers with sshd, discover and an
+# idempotent site run over SSH; NODES="8 16" for fewer.
+bench-fleet: collection image
+	python tests/bench/bench_fleet.py --nodes $(or $(NODES),8 16 32)
 
 # What the next (minor) release's CHANGELOG.rst will say, from the pending fragments: a release in a
 # copy (build/changelog), so the fragments stay. Cutting a real release: docs/versioning.md.
