@@ -79,6 +79,24 @@ def _split_line(line):
     return host, pid, device, kind, message
 
 
+# A WARN NCCL wrapped over lines (its message carries a newline): the lines after it that are no NCCL line, while the
+# message so far does not end a sentence; a few at most, each a short one.
+MAX_CONTINUATION_LINES = 3
+MAX_CONTINUATION_CHARS = 240
+_LOG_PREFIX_RE = re.compile(r"[^\s:]{1,253}:[0-9]{1,9}:[0-9]{1,9}\b")   # host:pid:tid, a log line of its own
+
+
+def _continues_warning(warnings, line, continuing):
+    """The last warning with ``line`` joined to it when ``line`` continues it, else None."""
+    if continuing < 0 or continuing >= MAX_CONTINUATION_LINES or not warnings or len(line) > MAX_CONTINUATION_CHARS:
+        return None
+    last = warnings[-1]
+    if last.endswith((".", ")", "]", "!")) or "NCCL" in line or line.startswith(("#", "Traceback")) \
+            or _LOG_PREFIX_RE.search(line):
+        return None
+    return last + " " + line
+
+
 def _net_transport(transport):
     """'NET/IB/0/GDRDMA' -> ('IB', 0, 0, True, ['GDRDMA']); 'NET/IB/2(3)/GDRDMA' -> ('IB', 2, 3, True, ...);
     'NET/NCCL RDMA Plugin v10/0' -> ('NCCL RDMA Plugin v10', 0, None, False, [])."""
@@ -185,6 +203,7 @@ def parse_nccl_debug(value):
     counts = result["transport_counts"]
     seen_connections = set()
     algorithms, protocols = [], []
+    continuing = -1            # lines a WARN has continued over so far; -1: the last line was no WARN
     for raw in _text.launcher_lines(value, "NCCL_DEBUG output"):
         line = raw.strip()
         if not line:
@@ -196,14 +215,22 @@ def parse_nccl_debug(value):
                 _remember(evidence, "nccl_version", line)
         parts = _split_line(line)
         if parts is None:
+            continued = _continues_warning(result["warnings"], line, continuing)
+            if continued:
+                result["warnings"][-1] = continued
+                continuing += 1
+            else:
+                continuing = -1
             continue
         host, dummy_pid, dummy_device, kind, message = parts
         result["nccl_lines"] += 1
         if host and host not in hosts:
             hosts.append(host)
+        continuing = -1
         if kind == "WARN":
             if len(result["warnings"]) < MAX_WARNINGS:
                 result["warnings"].append(message)
+                continuing = 0
             continue
         _info(result, host, message, line, device_lists, connections, counts, seen_connections,
               algorithms, protocols)

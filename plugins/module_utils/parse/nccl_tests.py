@@ -90,6 +90,17 @@ def _header_columns(line):
     return tokens
 
 
+# The header of a collective's table (all_reduce_perf and the others) since nccl-tests 2.0.
+STANDARD_COLUMNS = ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+                    "busbw", "#wrong")
+
+
+def _headerless_row(tokens):
+    """A result row in STANDARD_COLUMNS' shape: 13 fields, size and count integers, a known type and reduction."""
+    return (len(tokens) == len(STANDARD_COLUMNS) and tokens[0].isdigit() and tokens[1].isdigit()
+            and tokens[2] in _TYPES and tokens[3] in _REDOPS and tokens[4].lstrip("-").isdigit())
+
+
 def _prefix_kind(token):
     if token.lstrip("-").isdigit():
         return "root"
@@ -321,6 +332,12 @@ def parse_text(text):
                 result["table"] = seen_output = True
             continue
         tokens = line.split()
+        if columns is None and _headerless_row(tokens):
+            # A table pasted without its header: rows in the columns every nccl-tests since 2.0 prints.
+            columns = list(STANDARD_COLUMNS)
+            result["table"] = seen_output = True
+            _note(result["warnings"], "no column header before the first result row: the standard columns (%s) were "
+                                      "assumed" % " ".join(STANDARD_COLUMNS))
         if columns and tokens[0].isdigit():
             row = _row(tokens, columns)
             if row is not None:

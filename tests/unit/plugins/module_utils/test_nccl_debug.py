@@ -396,3 +396,25 @@ def test_100000_character_lines_take_linear_time():
     except subprocess.TimeoutExpired:
         pytest.fail("parse_nccl_debug did not finish 100,000-character lines in 60 s: a regular expression backtracks")
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("name, warning", [
+    ("warn_wrapped_completion_error_ml_engineering.txt",
+     "NET/IB : Got completion from peer 10.2.0.5<33092> with error 12, opcode 0, len 0, vendor err 129 (Recv)"),
+    ("warn_wrapped_message_truncated_nccl626.txt",
+     "NET/Socket : peer 192.168.161.30<59210> message truncated : receiving 1048576 bytes instead of 65536"),
+])
+def test_a_warning_nccl_wrapped_over_lines_is_kept_whole(read_fixture, name, warning):
+    """Issue 39: the line after a WARN that NCCL continued (no prefix of its own) was dropped, losing the vendor
+    error or the sizes; it is joined to its warning. The NCCL INFO lines after it are not."""
+    result = nccl_debug.parse_nccl_debug(read_fixture("nccl_debug", name))
+    assert result["warnings"] == [warning]
+
+
+def test_only_a_warning_that_has_not_ended_takes_the_next_lines():
+    text = ("h:1:2 [0] misc/x.cc:1 NCCL WARN Cuda failure 'out of memory'.\nTraceback (most recent call last):\n"
+            "h:1:2 [0] misc/x.cc:2 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out,\n"
+            "  on device mlx5_3\nunrelated 1\nunrelated 2\nunrelated 3\nunrelated 4\n")
+    assert nccl_debug.parse_nccl_debug(text)["warnings"] == [
+        "Cuda failure 'out of memory'.",
+        "Call to ibv_modify_qp failed with error Connection timed out, on device mlx5_3 unrelated 1 unrelated 2"]

@@ -170,3 +170,21 @@ def test_at_largest_size_is_the_one_headline_figure(read_fixture):
     hurt = dict(r, rows=r["rows"][:-1] + [nan_row])
     assert nccl_tests.finite(nccl_tests.at_largest_size(hurt)[1]) is False  # handed back, never hidden
     assert nccl_tests.at_largest_size(hurt, "best") == (4294967296, 365.37)
+
+
+@pytest.mark.parametrize("name, rows, first_busbw, avg", [
+    ("rows_without_header_nccltests119.txt", 6, 95.75, 84.8558),
+    ("rows_without_header_rccl2078.txt", 4, 359.98, 142.652),
+])
+def test_a_table_pasted_without_its_header_is_read_in_the_standard_columns(read_fixture, name, rows, first_busbw, avg):
+    """Issue 39: rows of 13 numbers, then "Out of bounds" and "Avg bus bandwidth", were refused as "no nccl-tests
+    output"; they are read in the columns nccl-tests prints (and rccl-tests, which prints the same), and the
+    report says the header was assumed."""
+    result = nccl_tests.parse(read_fixture("nccl_tests", name))
+    assert len(result["rows"]) == rows and result["rows"][0]["out_of_place"]["busbw"] == first_busbw
+    assert result["rows"][0]["type"] == "float" and result["rows"][0]["redop"] == "sum" and result["rows"][0]["root"] == -1
+    assert result["avg_busbw"] == avg and result["out_of_bounds"] == {"count": 0, "ok": True} and result["passed"]
+    assert result["warnings"][0].startswith("no column header before the first result row")
+    # A row of another shape is still not a table.
+    with pytest.raises(nccl_tests.NcclTestsParseError):
+        nccl_tests.parse("  8  2  float  sum  -1  1.0  0.01\n")
