@@ -7,7 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, perftest, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, nvidia_smi_q, perftest, rdma
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import TEXT, Mapping, expect, filters
 
 
@@ -35,6 +36,14 @@ def parse_perftest(value):
     return perftest.parse(_text(value, "parse_perftest"))
 
 
+def parse_nvidia_smi_q(value, host="node"):
+    expect("parse_nvidia_smi_q", host, TEXT, "the host name to name in findings")
+    result = nvidia_smi_q.parse_nvidia_smi_q(_text(value, "parse_nvidia_smi_q"))
+    result["memory"] = health.gpu_memory_health_text(result)
+    result["findings"] = health.gpu_memory_findings(host, result["memory"])
+    return result
+
+
 def nvcc_gencode(value):
     if isinstance(value, Mapping) and "stdout_lines" in value:
         value = value["stdout_lines"]
@@ -49,4 +58,4 @@ class FilterModule(object):
     def filters(self):
         return filters({"parse_ibv_devinfo": parse_ibv_devinfo, "parse_nvidia_topo": parse_nvidia_topo,
                         "parse_nccl_tests": parse_nccl_tests, "parse_perftest": parse_perftest,
-                        "nvcc_gencode": nvcc_gencode})
+                        "parse_nvidia_smi_q": parse_nvidia_smi_q, "nvcc_gencode": nvcc_gencode})

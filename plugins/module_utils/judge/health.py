@@ -12,7 +12,7 @@ __metaclass__ = type
 import re
 from xml.etree import ElementTree
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as nvidia
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as nvidia, nvidia_smi_q
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.rates import RATE_RULES
@@ -315,6 +315,15 @@ def parse_gpu_memory_health(xml_text):
             or nvidia.xml_text(gpu, "retired_pages/pending_blacklist") == "Yes",
         })
     return gpus
+
+
+def gpu_memory_health_text(result):
+    """parse_nvidia_smi_q's result (the -q text) -> the entries parse_gpu_memory_health gives for the XML, plus
+    ecc_uncorrectable_aggregate; an excerpt without its GPU line is GPU '?'."""
+    entries = nvidia_smi_q.memory_health(result)
+    for entry in entries:
+        entry["pci"] = short_pci(entry["pci"]) if entry["pci"] else "?"
+    return entries
 
 
 def gpu_memory_findings(host, gpus, max_retired_pages=60):

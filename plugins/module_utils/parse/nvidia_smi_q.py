@@ -8,6 +8,11 @@ The text is a tree by indentation: ``Key : Value`` lines, and section lines with
 ``Attached GPUs``; each ``GPU <bus id>`` section holds the GPU's fields and sub-sections. Values stay text
 (``N/A`` included), a section's fields are keyed by their names as printed. Prompt lines, launcher prefixes and the
 ``====NVSMI LOG====`` banner are skipped; a line of another shape is kept in ``unparsed``. One pass over the lines.
+An excerpt of one GPU's record without its ``GPU <bus id>`` line (an indented section first) is that GPU, bus id None.
+
+``memory_health`` reads each GPU's ECC errors, remapped rows and retired pages in the shape of the XML reader
+(``judge.health.parse_gpu_memory_health``), so ``gpu_memory_findings`` judges both the same way; it adds the
+aggregate (lifetime) uncorrectable count, which the text shows beside the volatile one.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -45,6 +50,11 @@ def parse_nvidia_smi_q(text):
             stack = [(0, gpu["fields"])]
             continue
         pair = _PAIR_RE.match(stripped) if " :" in stripped or stripped.endswith(":") else None
+        if gpu is None and pair is None and indent > 0 and ":" not in stripped:
+            # An excerpt of one GPU's record pasted without its 'GPU <bus id>' line (an indented section first).
+            gpu = {"bus_id": None, "fields": {}}
+            gpus.append(gpu)
+            stack = [(-1, gpu["fields"])]
         if gpu is None:
             if pair:
                 header[pair.group(1)] = pair.group(2)
@@ -72,3 +82,45 @@ def parse_nvidia_smi_q(text):
     return {"driver_version": header.get("Driver Version"), "cuda_version": header.get("CUDA Version"),
             "attached_gpus": int(attached) if attached and attached.isdigit() else None, "header": header,
             "gpus": gpus, "unparsed": unparsed}
+
+
+def _count(value):
+    value = (value or "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def _uncorrectable(section):
+    """Sum of a Volatile or Aggregate section's uncorrectable counters (SRAM/DRAM, parity, SEC-DED; old drivers'
+    Double Bit Total); None where the section or every counter is missing or N/A."""
+    if not isinstance(section, dict):
+        return None
+    values = [_count(v) for k, v in section.items() if isinstance(v, str) and "uncorrectable" in k.lower()]
+    double = section.get("Double Bit")
+    if isinstance(double, dict):
+        values.append(_count(double.get("Total")))
+    values = [v for v in values if v is not None]
+    return sum(values) if values else None
+
+
+def memory_health(result):
+    """parse_nvidia_smi_q's result -> per GPU: pci (the bus id as printed, None for an excerpt), ecc_uncorrectable (volatile), ecc_uncorrectable_aggregate,
+    remap_pending, remap_failure, remapped_uncorrectable, retired_single, retired_double, retirement_pending."""
+    out = []
+    for gpu in result["gpus"]:
+        fields = gpu["fields"]
+        ecc = fields.get("ECC Errors") if isinstance(fields.get("ECC Errors"), dict) else {}
+        remap = fields.get("Remapped Rows") if isinstance(fields.get("Remapped Rows"), dict) else {}
+        retired = fields.get("Retired Pages") if isinstance(fields.get("Retired Pages"), dict) else {}
+        pending = retired.get("Pending Page Blacklist", retired.get("Pending Page Retirement"))
+        out.append({
+            "pci": gpu["bus_id"],
+            "ecc_uncorrectable": _uncorrectable(ecc.get("Volatile")),
+            "ecc_uncorrectable_aggregate": _uncorrectable(ecc.get("Aggregate")),
+            "remap_pending": remap.get("Pending") == "Yes",
+            "remap_failure": remap.get("Remapping Failure Occurred") == "Yes",
+            "remapped_uncorrectable": _count(remap.get("Uncorrectable Error")),
+            "retired_single": _count(retired.get("Single Bit ECC")),
+            "retired_double": _count(retired.get("Double Bit ECC")),
+            "retirement_pending": pending == "Yes",
+        })
+    return out
