@@ -3,15 +3,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the RDMA/NVLink tools operators run by hand and NCCL_DEBUG=INFO logs (thin wrappers
 over the readers in module_utils/parse/ - ibstat.py, ibdev2netdev.py, show_gids.py, rdma_link.py, eadm.py,
-nvlink.py, nccl_debug.py, dcgm.py, mlxconfig.py - and module_utils/judge/port_traffic.py and module_utils/judge/nccl_path.py)."""
+nvlink.py, nccl_debug.py, dcgm.py, mlxconfig.py, mlxlink.py, iblinkinfo.py - and module_utils/judge/port_traffic.py,
+module_utils/judge/nccl_path.py and module_utils/judge/link_health.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path, port_traffic
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health, nccl_path, port_traffic
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import (
-    dcgm, eadm, ibdev2netdev, ibstat, mlxconfig, nccl_debug, nvlink, rdma_link, show_gids)
+    dcgm, eadm, ibdev2netdev, iblinkinfo, ibstat, mlxconfig, mlxlink, nccl_debug, nvlink, rdma_link, show_gids)
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
@@ -56,6 +57,28 @@ def parse_nvlink_errors(value):
 
 def parse_mlxconfig(value):
     return mlxconfig.parse_mlxconfig(_text(value, "parse_mlxconfig"))
+
+
+def parse_mlxlink(value, host="node", device="", max_effective_ber=link_health.MAX_EFFECTIVE_BER,
+                  max_raw_ber=link_health.MAX_RAW_BER):
+    expect("parse_mlxlink", host, TEXT, "the host name to name in findings")
+    expect("parse_mlxlink", device, TEXT, "the device the text is of (for a text without its command line)")
+    limits = [number_or_none("parse_mlxlink", name, value) for name, value in (
+        ("max_effective_ber", max_effective_ber), ("max_raw_ber", max_raw_ber))]
+    if None in limits or min(limits) <= 0:
+        fail("parse_mlxlink", "max_effective_ber and max_raw_ber must be positive numbers, got %r and %r"
+             % (max_effective_ber, max_raw_ber))
+    result = mlxlink.parse_mlxlink(_text(value, "parse_mlxlink"))
+    if device and len(result["devices"]) == 1 and not result["devices"][0]["device"]:
+        result["devices"][0]["device"] = device
+    result["findings"] = link_health.mlxlink_findings(host, result["devices"], *limits)
+    return result
+
+
+def parse_iblinkinfo(value):
+    result = iblinkinfo.parse_iblinkinfo(_text(value, "parse_iblinkinfo"))
+    result["findings"] = link_health.iblinkinfo_findings(result["ports"])
+    return result
 
 
 def parse_dcgmi_diag(value):
@@ -126,7 +149,7 @@ class FilterModule(object):
             "parse_show_gids": parse_show_gids, "parse_rdma_link": parse_rdma_link, "parse_eadm_stat": parse_eadm_stat,
             "parse_nvlink_status": parse_nvlink_status, "parse_nvlink_errors": parse_nvlink_errors,
             "parse_nccl_debug": parse_nccl_debug, "judge_nccl_debug": judge_nccl_debug, "parse_dcgmi_diag": parse_dcgmi_diag,
-            "parse_mlxconfig": parse_mlxconfig,
+            "parse_mlxconfig": parse_mlxconfig, "parse_mlxlink": parse_mlxlink, "parse_iblinkinfo": parse_iblinkinfo,
             "roce_v2_gid_index": roce_v2_gid_index, "show_gids_cross_check": show_gids_cross_check,
             "nvlink_findings": nvlink_findings, "port_counter_deltas": port_counter_deltas,
         })

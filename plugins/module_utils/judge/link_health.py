@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpufabric.rdma
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The physical layer of a link: findings from mlxlink (per HCA port) and iblinkinfo (per switch port).
+
+Pure: parsed readings in, findings out (common.findings). A link that trained below what it and its cable can
+(speed or width; PCIe generation or lanes), a transceiver's or firmware's recommendation other than "No issue was
+observed", BER above a threshold or rising between two readings, FEC off at a speed that needs it, a port not
+Active, link-down events that rose, and in iblinkinfo the "Could be" hint of a degraded link, a 1X link, and a link
+slower or narrower than the fabric's majority. Each finding names the HCA and port, or the switch, its port and
+the peer; a value mlxlink could not give (None) is never judged good or bad, only unknown.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
+
+# Defaults of the BER limits; each is a setting (link_health options). Effective BER is what FEC leaves; raw BER
+# what the wire gives before FEC.
+MAX_EFFECTIVE_BER = 1e-12
+MAX_RAW_BER = 1e-5
+NO_ISSUE = "No issue was observed"
+# Speed names in mlxlink's order, slowest first (InfiniBand, then Ethernet lane rates and port speeds).
+SPEED_ORDER = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR",
+               "1G", "10G", "25G", "40G", "50G", "100G", "200G", "400G", "800G", "1600G")
+# Speeds that run PAM4 lanes, where a link without FEC does not hold its error rate.
+NEEDS_FEC = ("HDR", "NDR", "XDR", "200G", "400G", "800G", "1600G")
+CABLE_FIX = "reseat or replace the cable or transceiver, check the switch port (mlxlink -m for the module)"
+
+
+def _speed_name(value):
+    """'IB-EDR' -> 'EDR', '25GbE' -> '25G', '100G_4X' -> '100G', 'NVLink-XDR' -> 'XDR'; None when unknown."""
+    text = (value or "").upper().replace("GBE", "G").split("_")[0]
+    text = text.split("-")[-1]
+    return text if text in SPEED_ORDER else None
+
+
+def _rank(name):
+    return SPEED_ORDER.index(name) if name in SPEED_ORDER else -1
+
+
+def mlxlink_findings(host, devices, max_effective_ber=MAX_EFFECTIVE_BER, max_raw_ber=MAX_RAW_BER):
+    """parse_mlxlink's devices of one host -> findings, each naming host/device."""
+    found = []
+    for index, dev in enumerate(devices):
+        target = "%s/%s" % (host, dev.get("device") or "device %d" % index)
+        state = dev.get("state")
+        if state and state != "Active":
+            found.append(finding("link_state", "critical", target, "the link is %s (physical state %s)" % (
+                state, dev.get("physical_state") or "?"), CABLE_FIX))
+        advice = dev.get("recommendation")
+        if advice and not advice.startswith(NO_ISSUE):
+            found.append(finding("link_recommendation", "warning", target, "mlxlink recommends: %s (status opcode %s%s)" % (
+                advice, dev.get("status_opcode") or "?",
+                ", %s" % dev["group_opcode"] if dev.get("group_opcode") else ""), "follow the recommendation; " + CABLE_FIX))
+        active = _speed_name(dev.get("speed"))
+        possible = [s for s in (dev.get("enabled_speeds") or []) if _speed_name(s) and (
+            dev.get("cable_speeds") is None or _speed_name(s) in [_speed_name(c) for c in dev["cable_speeds"]])]
+        best = max((_speed_name(s) for s in possible), key=_rank, default=None)
+        if active and best and _rank(active) < _rank(best):
+            found.append(finding("link_speed", "warning", target, "the link trained at %s; the port and its cable can "
+                                 "run %s" % (dev["speed"], best), CABLE_FIX))
+        pcie = dev.get("pcie") or {}
+        slower = [(what, pcie.get(what + "_active"), pcie.get(what + "_enabled")) for what in ("speed", "width")
+                  if pcie.get(what + "_enabled") and pcie.get(what + "_active") != pcie.get(what + "_enabled")]
+        if slower:
+            found.append(finding("link_pcie", "warning", target, "PCIe %s" % "; ".join(
+                "%s %s where %s is enabled" % (what, now, want) for what, now, want in slower),
+                "reseat the card, check the slot's width, riser and BIOS PCIe settings"))
+        fec = dev.get("fec") or ""
+        if active in NEEDS_FEC and "no fec" in fec.lower():
+            found.append(finding("link_fec", "warning", target, "FEC is off on a %s link" % dev["speed"],
+                                 "enable RS-FEC on both ends (the switch port and mlxconfig/mlxlink --fec)"))
+        for key, limit, what in (("effective_ber", max_effective_ber, "effective BER (after FEC)"),
+                                 ("raw_ber", max_raw_ber, "raw BER (before FEC)")):
+            value = dev.get(key)
+            if value is not None and value > limit:
+                found.append(finding("link_ber", "warning", target, "%s %.1E above %.0E" % (what, value, limit), CABLE_FIX))
+    return found
+
+
+def rising_link_counters(host, before, after):
+    """Two parse_mlxlink device lists of one host (earlier, later) -> findings for link-down events and effective
+    errors that rose, and an effective BER that rose tenfold or more; a device or value missing from either is
+    not judged."""
+    found = []
+    earlier = dict((d.get("device"), d) for d in before if d.get("device"))
+    for dev in after:
+        old = earlier.get(dev.get("device"))
+        if old is None:
+            continue
+        target = "%s/%s" % (host, dev["device"])
+        for key, check, severity in (("link_down_counter", "link_down", "critical"), ("effective_errors", "link_errors", "warning")):
+            was, now = old.get(key), dev.get(key)
+            if was is not None and now is not None and now > was:
+                found.append(finding(check, severity, target, "%s rose from %d to %d" % (key.replace("_", " "), was, now),
+                                     CABLE_FIX))
+        was, now = old.get("effective_ber"), dev.get("effective_ber")
+        if was is not None and now is not None and now > max(was, 1e-300) * 10 and now > 1e-15:
+            found.append(finding("link_ber", "warning", target, "effective BER rose from %.1E to %.1E" % (was, now), CABLE_FIX))
+    return found
+
+
+def _link_name(port):
+    node = port.get("node_name") or port.get("node_guid") or "?"
+    peer = port.get("peer_name") or "?"
+    return "%s port %s -> %s port %s" % (node, port["port"], peer, port.get("peer_port") if port.get("peer_port") is not None else "?")
+
+
+def iblinkinfo_findings(ports):
+    """parse_iblinkinfo's ports -> findings: the "Could be" hint (trained below what both ends can), 1X links, and
+    Active links slower or narrower than the fabric's most common speed and width. Down ports are not links."""
+    found, seen = [], set()
+    active = [p for p in ports if p.get("state") == "Active" and p.get("width") and p.get("speed_gbps") is not None]
+    widths = [p["width"] for p in active]
+    speeds = [p["speed_gbps"] for p in active]
+    common_width = max(set(widths), key=widths.count) if widths else None
+    common_speed = max(set(speeds), key=speeds.count) if speeds else None
+    for port in active:
+        # Each link is printed from both ends; judge it once, from the first end listed.
+        key = frozenset([(port.get("node_name"), port["port"]), (port.get("peer_name"), port.get("peer_port"))])
+        if key in seen:
+            continue
+        seen.add(key)
+        target = _link_name(port)
+        hint = port.get("could_be")
+        if hint:
+            could = " ".join(x for x in (hint.get("width"), "%g Gbps" % hint["speed_gbps"] if hint.get("speed_gbps") else None) if x)
+            found.append(finding("link_degraded", "warning", target, "trained at %s %g Gbps; could be %s" % (
+                port["width"], port["speed_gbps"], could), CABLE_FIX))
+        elif port["width"] == "1X" and common_width != "1X":
+            found.append(finding("link_degraded", "warning", target, "trained at 1X (%g Gbps)" % port["speed_gbps"], CABLE_FIX))
+        elif (port["speed_gbps"] < common_speed or _lanes(port["width"]) < _lanes(common_width)) and len(active) > 2:
+            found.append(finding("link_degraded", "warning", target, "trained at %s %g Gbps; most links of the fabric run "
+                                 "%s %g Gbps" % (port["width"], port["speed_gbps"], common_width, common_speed), CABLE_FIX))
+    return found
+
+
+def _lanes(width):
+    return int(width[:-1]) if width and width[:-1].isdigit() else 0
