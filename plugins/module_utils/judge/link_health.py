@@ -92,11 +92,14 @@ def rising_link_counters(host, before, after):
         if old is None:
             continue
         target = "%s/%s" % (host, dev["device"])
-        for key, check, severity in (("link_down_counter", "link_down", "critical"), ("effective_errors", "link_errors", "warning")):
-            was, now = old.get(key), dev.get(key)
-            if was is not None and now is not None and now > was:
-                found.append(finding(check, severity, target, "%s rose from %d to %d" % (key.replace("_", " "), was, now),
-                                     CABLE_FIX))
+        was, now = old.get("link_down_counter"), dev.get("link_down_counter")
+        if was is not None and now is not None and now > was:
+            found.append(finding("link_down", "critical", target, "link down counter rose from %d to %d" % (was, now),
+                                 CABLE_FIX))
+        was, now = old.get("effective_errors"), dev.get("effective_errors")
+        if was is not None and now is not None and now > was:
+            found.append(finding("link_errors", "warning", target, "effective errors rose from %d to %d" % (was, now),
+                                 CABLE_FIX))
         was, now = old.get("effective_ber"), dev.get("effective_ber")
         if was is not None and now is not None and now > max(was, 1e-300) * 10 and now > 1e-15:
             found.append(finding("link_ber", "warning", target, "effective BER rose from %.1E to %.1E" % (was, now), CABLE_FIX))
