@@ -91,6 +91,16 @@ options:
         report incomplete. Nothing is changed - a policy rule that drains on C(nic_firmware_settings) lets the decider
         carry the change out (C(gpufabric.rdma.remediate) playbook).
     type: dict
+  link_health:
+    description:
+      - Read each HCA port's physical layer with C(mlxlink -d <device> -p <port> -c) (timed) - V(true), or a mapping of
+        C(tool) (mlxlink or its path), C(devices) (default every mlx4/mlx5 device sysfs shows), C(port) (1),
+        C(max_effective_ber) (1e-12) and C(max_raw_ber) (1e-5).
+      - Findings C(link_state), C(link_recommendation), C(link_speed), C(link_fec), C(link_ber) name the host,
+        device and port; a port mlxlink cannot read is C(link_unread) and makes the report incomplete. The readings
+        are in C(observed.links) and, from the health monitor, metrics C(gpufabric_link_effective_ber),
+        C(gpufabric_link_raw_ber), C(gpufabric_link_down_events_total) with C(device) and C(port) labels.
+    type: raw
   nvidia_smi_path:
     description: nvidia-smi to run; default the one on PATH.
     type: path
@@ -228,6 +238,7 @@ def main():
             dcgm_level=dict(type="int"),
             dcgmi_path=dict(type="path"),
             nic_firmware=dict(type="dict"),
+            link_health=dict(type="raw"),
             node_name=dict(type="str"),
             **commands.ARGUMENT_SPEC
         ),

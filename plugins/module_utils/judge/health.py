@@ -16,7 +16,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.rates import RATE_RULES
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health, nic_firmware
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding, ordered
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are
@@ -480,6 +480,9 @@ CHECK_DEFAULTS = {
     # NIC firmware settings against profiles (plan/nic_firmware.check_options): mlxconfig q per card, a warning per card
     # that differs; None: not checked.
     "nic_firmware": None,
+    # The physical layer of each HCA port (judge/link_health.py): mlxlink -d <dev> -p <port> -c per device; true or a
+    # mapping (tool, devices, port, max_effective_ber, max_raw_ber); None: not read.
+    "link_health": None,
 }
 _NON_NEGATIVE = ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages",
                  "command_timeout", "rate_window", "rate_min_span")
@@ -543,5 +546,10 @@ def check_options(given):
         try:
             nic_firmware.check_options(merged["nic_firmware"])
         except nic_firmware.FirmwareError as exc:
+            raise CheckOptionError(str(exc))
+    if merged["link_health"] not in (None, False):
+        try:
+            link_health.check_options(merged["link_health"])
+        except link_health.LinkHealthError as exc:
             raise CheckOptionError(str(exc))
     return merged

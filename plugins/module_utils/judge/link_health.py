@@ -15,6 +15,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+import posixpath
+import re
+
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
 
 # Defaults of the BER limits; each is a setting (link_health options). Effective BER is what FEC leaves; raw BER
@@ -28,6 +32,40 @@ SPEED_ORDER = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR",
 # Speeds that run PAM4 lanes, where a link without FEC does not hold its error rate.
 NEEDS_FEC = ("HDR", "NDR", "XDR", "200G", "400G", "800G", "1600G")
 CABLE_FIX = "reseat or replace the cable or transceiver, check the switch port (mlxlink -m for the module)"
+KEYS = ("tool", "devices", "port", "max_effective_ber", "max_raw_ber")
+DEVICE_RE = re.compile(r"^(?:mlx[45]_[0-9]{1,3}|/dev/mst/[A-Za-z0-9_.:-]{1,64}|(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])$")
+
+
+class LinkHealthError(ValueError):
+    """The link_health option is not what it reads; the message names the value."""
+
+
+def check_options(given):
+    """The health check's ``link_health`` option (true, or a mapping of KEYS) -> {tool, devices, port,
+    max_effective_ber, max_raw_ber}; LinkHealthError naming the bad value."""
+    if given is True:
+        given = {}
+    if not isinstance(given, dict):
+        raise LinkHealthError("link_health must be true or a mapping of %s, got %r" % (", ".join(KEYS), given))
+    unknown = sorted(set(given) - set(KEYS))
+    if unknown:
+        raise LinkHealthError("link_health: unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(KEYS)))
+    tool = given.get("tool") or "mlxlink"
+    if not isinstance(tool, str) or posixpath.basename(tool) != "mlxlink" or "\n" in tool:
+        raise LinkHealthError("link_health tool must be mlxlink or a path to it, got %r" % (tool,))
+    devices = given.get("devices") or []
+    if not isinstance(devices, list) or not all(isinstance(d, str) and DEVICE_RE.match(d) for d in devices):
+        raise LinkHealthError("link_health devices must be mlx5_N names, /dev/mst paths or PCI addresses, got %r" % (devices,))
+    port = given.get("port", 1)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 2:
+        raise LinkHealthError("link_health port must be 1 or 2, got %r" % (port,))
+    limits = {}
+    for key, default in (("max_effective_ber", MAX_EFFECTIVE_BER), ("max_raw_ber", MAX_RAW_BER)):
+        value = given.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise LinkHealthError("link_health %s must be a positive number (1e-12), got %r" % (key, value))
+        limits[key] = float(value)
+    return dict(tool=tool, devices=devices, port=port, **limits)
 
 
 def _speed_name(value):

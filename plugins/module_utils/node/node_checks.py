@@ -16,10 +16,10 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, rates
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, link_health, rates
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as firmware_wanted
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, nic_firmware, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nvlink
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, mlxlink, nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
@@ -160,6 +160,44 @@ def _firmware_findings(host, opts, runner, devices, unreadable):
             "plans": read["plans"]}
 
 
+LINK_FIELDS = ("state", "physical_state", "speed", "width", "fec", "recommendation", "effective_ber", "raw_ber",
+               "effective_errors", "link_down_counter", "raw_errors_per_lane")
+
+
+def _link_findings(host, opts, runner, devices, unreadable):
+    """Each HCA port's physical layer (mlxlink -d <dev> -p <port> -c, parse/mlxlink.py, judge/link_health.py); a port
+    mlxlink could not read makes the report incomplete (link_unread), never a healthy port."""
+    wanted = link_health.check_options(opts["link_health"])
+    names = wanted["devices"] or [d["name"] for d in devices if d.get("name", "").startswith(("mlx4_", "mlx5_"))]
+    tool = runner.which(wanted["tool"])
+    found, read = [], []
+    for name in names:
+        label = "%s/%d" % (name, wanted["port"])
+        if not tool:
+            problem = "%s is not installed" % wanted["tool"]
+        else:
+            result = runner.run([tool, "-d", name, "-p", str(wanted["port"]), "-c"])
+            problem = None if result.ok else result.describe()
+            if problem is None:
+                try:
+                    parsed = mlxlink.parse_mlxlink(result.stdout)["devices"]
+                except mlxlink.MlxlinkError as exc:
+                    parsed, problem = [], str(exc)
+                if parsed:
+                    parsed[0]["device"] = label
+                    read.append(parsed[0])
+                elif problem is None:
+                    problem = "no device in its output"
+        if problem:
+            unreadable.append("mlxlink %s: %s" % (label, problem))
+            found.append(finding("link_unread", "warning", "%s/%s" % (host, label),
+                                 "the link's physical layer could not be read: %s" % problem,
+                                 "install MFT or mstflint's mlxlink and run the check as root; until then BER, FEC "
+                                 "and the recommendation of this port go unseen"))
+    found += link_health.mlxlink_findings(host, read, wanted["max_effective_ber"], wanted["max_raw_ber"])
+    return {"findings": found, "links": [dict((k, d.get(k)) for k in ("device",) + LINK_FIELDS) for d in read]}
+
+
 def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None, dcgm_level=None):
     """Every check on this node -> {findings (worst first), counts, healthy, observed}.
 
@@ -214,6 +252,8 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     found += rates.pcie_findings(host, sysfs.read_pcie_links(opts["sysfs_root"]))
     firmware = _firmware_findings(host, opts, runner, devices, unreadable) if opts["nic_firmware"] else None
     found += (firmware or {}).get("findings") or []
+    links = _link_findings(host, opts, runner, devices, unreadable) if opts["link_health"] else None
+    found += (links or {}).get("findings") or []
 
     now = time.time()
     after = sysfs.read_port_counters(opts["sysfs_root"])
@@ -258,4 +298,5 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
                          "kernel_log_source": log_source,
                          "port_counters": after, "counters_at": now, "history": history,
                          "dcgm": dict((k, dcgm[k]) for k in ("status", "level", "failures", "reason")) if dcgm else None,
-                         "nic_firmware": firmware["plans"] if firmware else None}}
+                         "nic_firmware": firmware["plans"] if firmware else None,
+                         "links": links["links"] if links else None}}

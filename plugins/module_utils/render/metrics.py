@@ -200,12 +200,41 @@ def health_families(result, cluster, hostname, now, duration, interval=None, las
     families.append(family(PREFIX + "port_events_total", "counter",
                            "The port and interface counters behind the grey-failure rates, as last read.",
                            counter_samples(result.get("observed") or {}, base)))
+    links = (result.get("observed") or {}).get("links")
+    if links:
+        families += link_families(links, base)
     if decisions is not None:
         families.append(family(PREFIX + "remediation_decisions_total", "counter",
                                "The decider's answers about this node since the monitor's state began, by action "
                                "(drain, resume, held, shadow, none).",
                                [(with_base({"action": a}), n) for a, n in sorted(decisions.items())]))
     return families
+
+
+def link_families(links, base):
+    """Each HCA port's physical layer as mlxlink read it (observed["links"], device 'mlx5_0/1'): BER gauges and the
+    link-down and effective-error counters, labelled device and port as node_exporter's infiniband collector does.
+    A value mlxlink could not give is left out, never written as 0."""
+    def samples(key):
+        out = []
+        for link in links:
+            value = link.get(key)
+            if value is None or isinstance(value, bool):
+                continue
+            device, ignored, port = str(link.get("device") or "").partition("/")
+            out.append((dict(base, device=device, port=port or "1"), value))
+        return out
+    return [
+        family(PREFIX + "link_effective_ber", "gauge", "Bit error rate after FEC of an HCA port, as mlxlink read it.",
+               samples("effective_ber")),
+        family(PREFIX + "link_raw_ber", "gauge", "Bit error rate before FEC of an HCA port, as mlxlink read it.",
+               samples("raw_ber")),
+        family(PREFIX + "link_down_events_total", "counter", "mlxlink's Link Down Counter of an HCA port.",
+               samples("link_down_counter")),
+        family(PREFIX + "link_effective_errors_total", "counter",
+               "Physical errors FEC could not correct on an HCA port (mlxlink's Effective Physical Errors).",
+               samples("effective_errors")),
+    ]
 
 
 def counter_samples(observed, base):

@@ -179,3 +179,34 @@ def test_dcgm_level_1_in_the_health_check(node, tmp_path):
     assert hung["unreadable"][0].startswith("dcgmi diag -r 1: ") and "did not finish within 2 s and was killed" in hung["unreadable"][0]
     refused = _run(node, dcgm_level=2)
     assert refused["failed"] is True and refused["msg"].startswith("dcgm_level must be 1 or unset")
+
+
+def _mlxlink(tmp_path, name):
+    """An mlxlink that prints a real public output (tests/unit/fixtures/mlxlink) and logs its arguments; None: one
+    that is not there."""
+    tool = tmp_path / "mlxlink"
+    tool.write_text("#!/bin/sh\necho \"$@\" >> %s/mlxlink.calls\ncat %s\n" % (tmp_path, fixture_path("mlxlink", name)))
+    tool.chmod(0o755)
+    return str(tool)
+
+
+def test_the_physical_layer_of_each_port_in_the_health_check(node, tmp_path):
+    """link_health: mlxlink -d <dev> -p 1 -c per RDMA device; the ConnectX-5 capture whose firmware recommends
+    "Cable speed not enabled" is a finding naming host, device and port, and the readings come back as observed;
+    a missing mlxlink is link_unread and an incomplete report; a bad option is refused naming it."""
+    base = dict(expected_gpu_count=8, expected_rdma_devices=1, expected_mtu=1500, require_peermem=True,
+                kernel_log=fixture_path("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"), xid_ignore=[13, 109])
+    tool = _mlxlink(tmp_path, "cx5_ib_sdr_cable_speed_not_enabled_bluebanquise.txt")
+    result = _run(node, link_health={"tool": tool, "devices": ["mlx5_0"]}, node_name="gpu07", **base)
+    assert [(f["check"], f["target"], f["detail"]) for f in result["findings"]] == [
+        ("link_recommendation", "gpu07/mlx5_0/1", "mlxlink recommends: Cable speed not enabled (status opcode 25, PHY FW)")]
+    assert (tmp_path / "mlxlink.calls").read_text() == "-d mlx5_0 -p 1 -c\n"
+    (link,) = result["observed"]["links"]
+    assert (link["device"], link["speed"], link["fec"], link["effective_ber"]) == ("mlx5_0/1", "IB-SDR", "No FEC", None)
+    healthy = _run(node, link_health={"tool": _mlxlink(tmp_path, "bf3_100g_dac_healthy_m_c_sigcomm26.txt"),
+                                      "devices": ["mlx5_0"]}, **base)
+    assert healthy["healthy"] is True and healthy["observed"]["links"][0]["raw_errors_per_lane"] == [0, 0, 0, 0]
+    missing = _run(node, link_health={"tool": str(tmp_path / "nowhere" / "mlxlink"), "devices": ["mlx5_0"]}, **base)
+    assert [f["check"] for f in missing["findings"]] == ["link_unread"] and missing["complete"] is False
+    refused = _run(node, link_health={"max_raw_ber": "high"}, **base)
+    assert refused["failed"] is True and refused["msg"] == "link_health max_raw_ber must be a positive number (1e-12), got 'high'"

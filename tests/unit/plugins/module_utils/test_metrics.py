@@ -161,3 +161,25 @@ def test_a_bad_textfile_dir_is_a_configuration_error_naming_it(value):
     with pytest.raises(settings.ConfigError) as error:
         monitor.check_config({"textfile_dir": value})
     assert str(error.value).startswith("textfile_dir must be an absolute one-line path") and repr(value) in str(error.value)
+
+
+def test_the_physical_layer_of_each_port_as_metrics_promtool_reads():
+    """mlxlink's readings (observed["links"]) as gauges and counters labelled device and port like node_exporter's
+    infiniband collector; a BER mlxlink could not give is left out, never 0. The finding's own series names the port."""
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxlink
+    with open(fixture_path("mlxlink", "bf3_100g_dac_healthy_m_c_sigcomm26.txt")) as handle:
+        (healthy,) = mlxlink.parse_mlxlink(handle.read())["devices"]
+    with open(fixture_path("mlxlink", "cx5_ib_sdr_cable_speed_not_enabled_bluebanquise.txt")) as handle:
+        (sick,) = mlxlink.parse_mlxlink(handle.read())["devices"]
+    healthy["device"], sick["device"] = "mlx5_0/1", "mlx5_1/1"
+    result = {"findings": link_health.mlxlink_findings("gpu07", [healthy, sick]), "complete": True,
+              "observed": {"links": [healthy, sick]}}
+    text = metrics.render(metrics.health_families(result, "c1", "gpu07", 1700000000, 1.5))
+    assert promtool_lint(text)[0] == 0, promtool_lint(text)[1]
+    found = samples(text)
+    base = {("cluster", "c1"), ("Hostname", "gpu07")}
+    assert found[("gpufabric_link_effective_ber", frozenset(base | {("device", "mlx5_0"), ("port", "1")}))] == pytest.approx(1.5e-254)
+    assert found[("gpufabric_link_down_events_total", frozenset(base | {("device", "mlx5_0"), ("port", "1")}))] == 0
+    assert not [k for k in found if k[0] == "gpufabric_link_effective_ber" and ("device", "mlx5_1") in k[1]]
+    assert [dict(k[1])["device"] + "/" + dict(k[1])["port"] for k in found if k[0] == "gpufabric_finding"] == ["mlx5_1/1"]
