@@ -88,7 +88,8 @@ def _answer(item):
 
 
 def _playbook_closure(name, seen=None):
-    """Files and roles a collection playbook runs: its imports and the roles it names."""
+    """Files and roles a collection playbook runs: its imports, the task files it includes (playbooks/tasks/) and the
+    roles it names."""
     seen = seen if seen is not None else {"files": [], "roles": set()}
     path = os.path.join(ROOT, "playbooks", name + ".yml")
     if path in seen["files"]:
@@ -102,6 +103,8 @@ def _playbook_closure(name, seen=None):
         elif ref in ROLES:
             seen["roles"].add(ref)
     for ref in re.findall(r"import_playbook: ([a-z_]+)\.yml", text):
+        _playbook_closure(ref, seen)
+    for ref in re.findall(r"(?:include|import)_tasks: (tasks/[a-z_]+)\.yml", text):
         _playbook_closure(ref, seen)
     return seen
 
@@ -224,6 +227,8 @@ def test_only_node_local_work_is_sliced():
     sliced = [t for t in TEMPLATES if int(t.get("job_slice_count", 1)) > 1]
     assert [t["playbook"] for t in sliced] == ["configure.yml"]
     assert "mpi" in sliced[0]["skip_tags"].split(",")
-    with open(os.path.join(ROOT, "playbooks", "configure.yml"), encoding="utf-8") as handle:
-        text = handle.read()
+    text = ""
+    for path in _playbook_closure("configure")["files"]:
+        with open(path, encoding="utf-8") as handle:
+            text += handle.read()
     assert "gpufabric.rdma.openmpi" in text and "tags: [mpi]" in text
