@@ -418,3 +418,16 @@ def test_only_a_warning_that_has_not_ended_takes_the_next_lines():
     assert nccl_debug.parse_nccl_debug(text)["warnings"] == [
         "Cuda failure 'out of memory'.",
         "Call to ibv_modify_qp failed with error Connection timed out, on device mlx5_3 unrelated 1 unrelated 2"]
+
+
+@pytest.mark.parametrize("name, host, devices, link", [
+    ("rank_prefix_tag_output_nccl1713.txt", "aiplatform-wlf2-ge78-70", ["mlx5_%d" % i for i in range(10)], "RoCE"),
+    ("rank_prefix_host_colon_nccl1029.txt", "rdma-gpu-train-worker-0", ["mlx5_9"], "IB"),
+])
+def test_launcher_prefixed_lines_give_the_device_list(read_fixture, name, host, devices, link):
+    """Issue 39: lines behind mpirun --tag-output ([1,2]<stdout>:, NCCL 2.27) or a pdsh-style 'host: ' label name the
+    host and the devices NCCL listed."""
+    result = nccl_debug.parse_nccl_debug(read_fixture("nccl_debug", name))
+    listed = [d for d in result["ib_devices"] if d["host"] == host]
+    assert [d["device"] for d in listed] == devices and {d["link_type"] for d in listed} == {link}
+    assert host in result["hosts"]
