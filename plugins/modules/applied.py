@@ -159,7 +159,7 @@ def main():
             same, why = applied.judge(phase, record, now)
             if same:
                 unchanged.append(phase["name"])
-                facts.update(record.get("facts") or {})
+                facts.update(applied.published(record))
             else:
                 run[phase["name"]] = why
         module.exit_json(changed=False, unchanged=unchanged, run=run, run_phases=sorted(run), facts=facts,

@@ -27,6 +27,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.node import netdev_
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.files import read_text
 
 PHASE_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+FACT_RE = re.compile(r"^(?!ansible_)[a-z][a-z0-9_]{0,63}$")
 KINDS = ("files", "links", "packages", "modules", "netdev")
 DPKG_STATUS = "/var/lib/dpkg/status"
 UNKNOWN = "unknown"
@@ -57,9 +58,18 @@ def check_phase(phase):
         if not isinstance(item, dict) or not (item.get("name") or item.get("rdma_device")):
             raise ValueError("phase %s: netdev entry %r must be rdma_netdev's arguments (name or rdma_device)" % (name, item))
     facts = phase.get("facts") or {}
-    if not isinstance(facts, dict):
-        raise ValueError("phase %s: facts must be a dict, got %r" % (name, facts))
+    if not isinstance(facts, dict) or not all(isinstance(k, str) and FACT_RE.match(k) for k in facts):
+        raise ValueError("phase %s: facts must map variable names (lowercase, not ansible_*) to values, got %r" % (name, facts))
     return {"name": name, "fingerprint": fingerprint, "evidence": evidence, "facts": facts}
+
+
+def published(record):
+    """The facts a record gives back to the play: only variable names a phase may publish (a record edited by hand
+    cannot set ansible_* or another shape of name)."""
+    facts = record.get("facts") if isinstance(record, dict) else None
+    if not isinstance(facts, dict):
+        return {}
+    return dict((k, v) for k, v in facts.items() if isinstance(k, str) and FACT_RE.match(k))
 
 
 def _file(path):

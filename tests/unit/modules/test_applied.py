@@ -122,6 +122,11 @@ def test_facts_of_a_skipped_phase_come_back_and_links_are_evidence(tmp_path):
     _record(state, [entry])
     held = _check(state, {"name": "mpi", "fingerprint": FP1})
     assert held["facts"] == entry["facts"] and held["phases"] == [{"name": "mpi", "fingerprint": FP1}]
+    # A record edited by hand gives back no variable a phase could not have published.
+    record = json.loads((state / "mpi.json").read_text())
+    record["facts"]["ansible_become_password"] = "x"
+    (state / "mpi.json").write_text(json.dumps(record))
+    assert _check(state, {"name": "mpi", "fingerprint": FP1})["facts"] == entry["facts"]
     link.unlink()
     drifted = _check(state, {"name": "mpi", "fingerprint": FP1})
     assert drifted["facts"] == {} and drifted["run"]["mpi"] == (
@@ -134,6 +139,7 @@ def test_facts_of_a_skipped_phase_come_back_and_links_are_evidence(tmp_path):
     ({"name": "network", "fingerprint": FP1, "evidence": {"files": ["etc/x"]}}, "files entry 'etc/x' must be an absolute"),
     ({"name": "network", "fingerprint": FP1, "evidence": {"files": ["/etc/x\n/etc/y"]}}, "files entry"),
     ({"name": "network", "fingerprint": FP1, "evidence": {"sockets": []}}, "evidence must be a dict of files, links"),
+    ({"name": "mpi", "fingerprint": FP1, "facts": {"ansible_user": "x"}}, "facts must map variable names"),
 ])
 def test_bad_input_is_refused_naming_it_and_nothing_is_written(tmp_path, phase, message):
     result = _record(tmp_path / "applied", [phase])
