@@ -228,7 +228,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    roots = {"sys": params["sysfs_root"], "proc": params["procfs_root"], "etc": params["etc_root"]}
+    roots = netdev_host.roots_of(params)
     # Every input is checked before the host is read, and the host is read whole before anything
     # changes: bad input, a missing interface or a tool that does not answer change nothing.
     try:

@@ -32,7 +32,6 @@ KINDS = ("files", "links", "packages", "modules", "netdev")
 DPKG_STATUS = "/var/lib/dpkg/status"
 UNKNOWN = "unknown"
 ABSENT = "absent"
-NETDEV_ROOTS = {"sysfs_root": "/sys", "procfs_root": "/proc", "etc_root": "/etc"}
 
 
 def check_phase(phase):
@@ -126,11 +125,9 @@ def _netdev(entries, runner):
     found = {}
     for args in entries:
         params = dict(args)
-        roots = dict((key[:-5].replace("procfs", "proc").replace("sysfs", "sys"), params.get(key) or default)
-                     for key, default in NETDEV_ROOTS.items())
         label = params.get("name") or params.get("rdma_device")
         try:
-            _ifname, plan = netdev_host.plan_for(params, runner, roots)
+            _ifname, plan = netdev_host.plan_for(params, runner, netdev_host.roots_of(params))
             changes = netdev_host.pending(plan)
             found[label] = "as applied" if not changes else "would change: " + "; ".join(changes)
         except (ValueError, netdev_host.HostError) as exc:

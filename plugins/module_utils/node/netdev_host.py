@@ -181,6 +181,12 @@ def snapshot(params, ifname, runner, roots):
     return host
 
 
+def roots_of(params):
+    """The trees rdma_netdev reads under, from its sysfs_root, procfs_root and etc_root arguments (defaults when unset)."""
+    return {"sys": params.get("sysfs_root") or "/sys", "proc": params.get("procfs_root") or "/proc",
+            "etc": params.get("etc_root") or "/etc"}
+
+
 def plan_for(params, runner, roots):
     """rdma_netdev's whole read: inputs checked, the interface found and read, the plan made -> (ifname, plan).
     ValueError for bad input, HostError for a host that cannot be read; nothing is changed. The applied module
