@@ -144,6 +144,7 @@ def main():
         module.fail_json(msg="%s exists and is not gpufabric's record of applied phases (%s): choose another dir"
                          % (directory, "its marker names %s" % owner if owner else "it has no marker"))
 
+    cache = {}   # what several phases read alike (dpkg's status file), read once this run
     if module.params["state"] == "check":
         unchanged, run, facts = [], {}, {}
         for phase in phases:
@@ -155,7 +156,7 @@ def main():
             if warning:
                 run[phase["name"]] = "its record cannot be used: %s" % warning
                 continue
-            now = applied.observe((record or {}).get("evidence") or {}, runner) if record else {}
+            now = applied.observe((record or {}).get("evidence") or {}, runner, cache=cache) if record else {}
             same, why = applied.judge(phase, record, now)
             if same:
                 unchanged.append(phase["name"])
@@ -168,7 +169,7 @@ def main():
     recorded, diffs, changed = [], [], False
     for phase in phases:
         path = os.path.join(directory, phase["name"] + ".json")
-        observed = applied.observe(phase["evidence"], runner)
+        observed = applied.observe(phase["evidence"], runner, cache=cache)
         record = {"fingerprint": phase["fingerprint"], "evidence": phase["evidence"], "facts": phase["facts"],
                   "observed": observed}
         try:
@@ -180,13 +181,12 @@ def main():
         record["recorded_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         changed = True
         recorded.append(phase["name"])
+        text = json.dumps(record, indent=1, sort_keys=True)
         diffs.append({"before_header": path, "after_header": path,
-                      "before": json.dumps(before, indent=1, sort_keys=True) + "\n" if before else "",
-                      "after": json.dumps(record, indent=1, sort_keys=True) + "\n"})
+                      "before": json.dumps(before, indent=1, sort_keys=True) + "\n" if before else "", "after": text + "\n"})
         if not module.check_mode:
             try:
-                statefile.write_owned(directory, phase["name"] + ".json",
-                                      json.dumps(record, indent=1, sort_keys=True).encode("utf-8"), owner=OWNER)
+                statefile.write_owned(directory, phase["name"] + ".json", text.encode("utf-8"), owner=OWNER)
             except statefile.StateError as exc:
                 module.fail_json(msg="recording phase %s: %s" % (phase["name"], exc), recorded=recorded[:-1])
     result = dict(changed=changed, recorded=recorded)

@@ -104,10 +104,12 @@ def dpkg_versions(status_text, names):
     return dict((name, found.get(name, ABSENT)) for name in names)
 
 
-def _packages(names, runner, dpkg_status):
+def _packages(names, runner, dpkg_status, cache):
     if not names:
         return {}
-    status = read_text(dpkg_status)
+    if dpkg_status not in cache:   # one read of dpkg's status file per module run, whatever the phases
+        cache[dpkg_status] = read_text(dpkg_status)
+    status = cache[dpkg_status]
     if status is not None:
         return dpkg_versions(status, names)
     rpm = runner.which("rpm")
@@ -135,12 +137,14 @@ def _netdev(entries, runner):
     return found
 
 
-def observe(evidence, runner, dpkg_status=None, sys_module="/sys/module"):
-    """The evidence as it is now: {kind: {item: observation}}."""
+def observe(evidence, runner, dpkg_status=None, sys_module="/sys/module", cache=None):
+    """The evidence as it is now: {kind: {item: observation}}. ``cache`` (a dict the caller keeps for one run) holds
+    what several phases read alike - dpkg's status file - so it is read once."""
+    cache = {} if cache is None else cache
     return {
         "files": dict((path, _file(path)) for path in evidence.get("files") or []),
         "links": dict((path, _link(path)) for path in evidence.get("links") or []),
-        "packages": _packages(evidence.get("packages") or [], runner, dpkg_status or DPKG_STATUS),
+        "packages": _packages(evidence.get("packages") or [], runner, dpkg_status or DPKG_STATUS, cache),
         "modules": dict((name, "loaded" if os.path.isdir(os.path.join(sys_module, name)) else ABSENT)
                         for name in evidence.get("modules") or []),
         "netdev": _netdev(evidence.get("netdev") or [], runner),
