@@ -48,6 +48,12 @@ _MEMBER_RE = re.compile(r"\[([0-9]{1,3})\] ?([^\s\[\]:,]{1,64}):([0-9]{1,3})((?:
 _SOCKET_DEV_RE = re.compile(r"\[([0-9]{1,3})\]([^\s\[\]:]{1,64}):([^\s<]{0,64})")
 _TUNING_RE = re.compile(r"^([A-Za-z]{2,24}): ([0-9]{1,20}) Bytes -> Algo ([A-Za-z_]{1,24}) proto ([A-Za-z0-9_]{1,24})")
 _NET_INDEX_RE = re.compile(r"^([0-9]{1,3})(?:\(([0-9]{1,3})\))?$")
+# NCCL 2.27 and later print each HCA port they found on its own line, then the virtual devices they made:
+# 'NET/IB: [1] rocep1s0f1:uverbs1:1/RoCE provider=Mlx5 speed=200000 context=0x.. pciPath=/sys/.. ar=0',
+# 'NET/IB : Made virtual device [0] name=rocep1s0f1 speed=200000 ndevs=1'.
+_PHYSICAL_RE = re.compile(r"^NET/IB ?: \[([0-9]{1,3})\] ([^\s:\[\]]{1,64}):(uverbs[0-9]{1,4}):([0-9]{1,3})/([A-Za-z]{1,8})(.*)$")
+_VIRTUAL_RE = re.compile(r"^NET/IB ?: Made virtual device \[([0-9]{1,3})\] name=([^\s]{1,200})")
+_KEY_VALUE_RE = re.compile(r"\b([A-Za-z]{1,16})=([^\s]{1,300})")
 _DMABUF_RE = re.compile(r"^DMA-BUF is available on GPU device ([0-9]{1,3})")
 
 
@@ -172,7 +178,7 @@ def empty_result():
     return {
         "nccl_version": None, "cuda_version": None, "net": None, "net_devices": [], "gdr": None,
         "network": None, "net_plugin": None, "external_net_plugin": None, "net_plugins_failed": [],
-        "ib_device_found": None, "ib_devices": [], "socket_devices": [], "gdr_hcas": [], "dmabuf_gpus": [],
+        "ib_device_found": None, "ib_devices": [], "ib_physical_devices": [], "socket_devices": [], "gdr_hcas": [], "dmabuf_gpus": [],
         "connections": [], "transport_counts": {}, "net_device_indexes": [], "channels": None,
         "ring_channels": None, "algorithms": [], "protocols": [], "tuning": [], "ib_hca": None, "env": {},
         "nodes": None, "ranks": None, "hosts": [], "warnings": [], "nvls": None, "collnet": None,
@@ -318,6 +324,9 @@ def _info(result, host, message, line, device_lists, connections, counts, seen, 
     if "GPU Direct RDMA" in message:
         _gdr_line(result, host, message, line)
         return
+    if _physical_line(result, host, message, device_lists):
+        _remember(evidence, "ib_devices", line)
+        return
     match = _USING_RE.match(message)
     if match:
         plugin = net_family(match.group(1).strip()) or match.group(1).strip()
@@ -392,8 +401,51 @@ def _gdr_line(result, host, message, line):
     _remember(result["evidence"], "gdr_hcas", line)
 
 
+def _physical_line(result, host, message, device_lists):
+    """Read NCCL 2.27's per-port line or its 'Made virtual device' line; True when it was one of them."""
+    match = _PHYSICAL_RE.match(message)
+    if match:
+        values = dict(_KEY_VALUE_RE.findall(match.group(6)))
+        speed = values.get("speed", "")
+        ports = device_lists.setdefault(("IB-physical", host), [])
+        if any(p["index"] == int(match.group(1)) for p in ports):
+            return True
+        ports.append({"index": int(match.group(1)), "device": match.group(2), "uverbs": match.group(3),
+                      "port": int(match.group(4)), "link_type": match.group(5), "provider": values.get("provider"),
+                      "speed_mbps": int(speed) if speed.isdigit() else None, "pci_path": values.get("pciPath"),
+                      "adaptive_routing": {"0": False, "1": True}.get(values.get("ar")), "host": host})
+        result["ib_device_found"] = True
+        return True
+    match = _VIRTUAL_RE.match(message)
+    if match:
+        device_lists.setdefault(("IB-virtual", host), {})[int(match.group(1))] = match.group(2)
+        return True
+    return False
+
+
+def _devices_from_ports(device_lists):
+    """Per host that printed NCCL 2.27's per-port lines but no 'NET/IB : Using' line (a log cut or filtered):
+    its IB devices, numbered as NCCL numbers them in connections (the virtual devices, else the order found)."""
+    for (family, host), ports in list(device_lists.items()):
+        if family != "IB-physical" or ("IB", host) in device_lists:
+            continue
+        virtual = device_lists.get(("IB-virtual", host)) or dict(enumerate(p["device"] for p in ports))
+        devices = []
+        for index, name in sorted(virtual.items()):
+            port = next((p for p in ports if p["device"] == name), None)
+            if port is None:
+                continue   # a merged device ('mlx5_0+mlx5_1') needs the Using line to name its members
+            devices.append({"index": index, "device": name, "port": port["port"],
+                            "name": "%s:%d" % (name, port["port"]), "address": None, "link_type": port["link_type"],
+                            "sharp": False, "members": [], "host": host})
+        device_lists[("IB", host)] = devices
+
+
 def _finish(result, device_lists):
     """Decide net, net_devices and gdr from what the lines said."""
+    _devices_from_ports(device_lists)
+    result["ib_physical_devices"] = [p for (family, dummy), ports in device_lists.items() if family == "IB-physical"
+                                     for p in ports]
     ib_devices, socket_devices = [], []
     for (plugin, dummy_host), devices in device_lists.items():
         target = ib_devices if plugin == "IB" else socket_devices if plugin == "Socket" else None

@@ -431,3 +431,28 @@ def test_launcher_prefixed_lines_give_the_device_list(read_fixture, name, host, 
     listed = [d for d in result["ib_devices"] if d["host"] == host]
     assert [d["device"] for d in listed] == devices and {d["link_type"] for d in listed} == {link}
     assert host in result["hosts"]
+
+
+def test_nccl_2_27_per_port_lines_give_the_ports_and_their_speed(read_fixture):
+    """Issue 39 fault (2): NCCL 2.27+ prints each HCA port on its own line ('NET/IB: [1] rocep1s0f1:uverbs1:1/RoCE
+    provider=Mlx5 speed=200000 ...'); the provider, speed and PCI path are read, on both hosts."""
+    result = nccl_debug.parse_nccl_debug(read_fixture("nccl_debug", "per_port_lines_2.28.9_dgxspark.txt"))
+    ports = sorted((p["host"], p["index"], p["device"], p["uverbs"], p["port"], p["link_type"], p["provider"],
+                    p["speed_mbps"], p["adaptive_routing"]) for p in result["ib_physical_devices"])
+    assert ports == [(host, index, device, "uverbs%d" % index, 1, "RoCE", "Mlx5", 200000, False)
+                     for host in ("spark-4440", "spark-fb97")
+                     for index, device in ((1, "rocep1s0f1"), (3, "roceP2p1s0f1"))]
+    assert result["ib_physical_devices"][0]["pci_path"] == "/sys/devices/pci0000:00/0000:00:00.0/0000:01:00.0"
+    assert [d["name"] for d in result["ib_devices"]] == ["rocep1s0f1:1", "roceP2p1s0f1:1"]
+
+
+def test_a_log_cut_before_the_using_line_names_the_devices_by_their_virtual_index(read_fixture):
+    """Issue 39 fault (2): a 2.28 log that ends before 'NET/IB : Using' (a job that died in init, a paste cut short)
+    gave no ib_devices; the per-port and 'Made virtual device' lines name them, numbered as connections number them
+    (virtual [0] and [1], not the port indexes [1] and [3])."""
+    lines = read_fixture("nccl_debug", "per_port_lines_2.28.9_dgxspark.txt").splitlines()
+    cut = "\n".join(lines[:next(i for i, line in enumerate(lines) if "NET/IB : Using" in line)])
+    result = nccl_debug.parse_nccl_debug(cut)
+    assert result["ib_device_found"] is True
+    assert [(d["index"], d["name"], d["link_type"], d["host"]) for d in result["ib_devices"]] == [
+        (0, "rocep1s0f1:1", "RoCE", "spark-4440"), (1, "roceP2p1s0f1:1", "RoCE", "spark-4440")]
