@@ -99,14 +99,24 @@ def test_nccl_env_writes_once_and_respects_check_mode(host):
     assert "export NCCL_ALGO=Ring" in host.file("/tmp/nccl.sh").content_string
 
 
+def test_discovery_keeps_what_mlxlink_read_in_the_record(host):
+    """Issue 39: discovery_link_health ran the link_health module through the mlxlink stand-in."""
+    links = _record(host)["link_health"]
+    assert links["error"] is None
+    assert [(link["device"], link["speed"], link["recommendation"]) for link in links["links"]] == [
+        ("mlx5_0/1", "IB-SDR", "Cable speed not enabled")]
+
+
 def test_readiness_report_reached_the_controller():
     report_dir = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "report")
     with open(os.path.join(report_dir, "readiness.json")) as handle:
         report = json.load(handle)
-    assert report["ready"] is True
-    nodes = report["nodes"].values()
+    assert report["ready"] is True   # a link mlxlink advises on is a warning: ready, and said
+    nodes = report["nodes"]
     assert len(nodes) == 3  # one per Debian release
-    for node in nodes:
-        assert node["nccl"]["profile"] == "socket" and node["findings"] == []
+    for name, node in nodes.items():
+        assert node["nccl"]["profile"] == "socket"
+        assert [(f["check"], f["target"]) for f in node["findings"]] == [("link_recommendation", name + "/mlx5_0/1")]
+        assert "Cable speed not enabled" in node["findings"][0]["detail"]
     with open(os.path.join(report_dir, "readiness.md")) as handle:
         assert handle.read().startswith("# gpufabric.rdma readiness report\n\n**READY**")

@@ -184,6 +184,33 @@ def test_a_rising_symbol_error_rate_is_one_finding_then_one_recovery(host):
     assert host.run("rm -r %s" % counters).rc == 0
 
 
+def test_a_link_its_firmware_advises_on_is_a_finding_and_its_ber_a_metric(host):
+    """Issue 39: the link_health check through an mlxlink stand-in replaying real captures - a healthy BlueField-3 port
+    (its BER a metric), then a ConnectX-5 whose firmware says "Cable speed not enabled": one finding, then recovery."""
+    prom = "/var/lib/gpufabric-test-textfile/gpufabric_health.prom"
+    assert _run(host).rc == 0
+    assert _new() == []
+    metrics = host.file(prom).content_string
+    assert re.search(r'^gpufabric_link_effective_ber\{[^}]*device="mlx5_0"[^}]*port="1"[^}]*\} \S+$', metrics, re.M)
+    fixtures = os.path.join(SCENARIO, "..", "..", "tests", "unit", "fixtures", "mlxlink")
+    with open(os.path.join(fixtures, "cx5_ib_sdr_cable_speed_not_enabled_bluebanquise.txt")) as handle:
+        advised = handle.read()
+    assert subprocess.run(["docker", "exec", "-i", NODE, "sh", "-c", "cat > /opt/standin/mlxlink.txt"],
+                          input=advised, text=True, check=False).returncode == 0
+    assert _run(host).rc == 0
+    events = [r["json"] for r in _new() if r["kind"] == "generic"]
+    assert [(e["status"], e["fault_type"], e["target"]) for e in events] == [
+        ("new", "link_recommendation", NODE + "/mlx5_0/1")]
+    assert "Cable speed not enabled" in events[0]["detail"]
+    with open(os.path.join(fixtures, "bf3_100g_dac_healthy_m_c_sigcomm26.txt")) as handle:
+        healthy = handle.read()
+    assert subprocess.run(["docker", "exec", "-i", NODE, "sh", "-c", "cat > /opt/standin/mlxlink.txt"],
+                          input=healthy, text=True, check=False).returncode == 0
+    assert _run(host).rc == 0
+    assert [(r["json"]["status"], r["json"]["fault_type"]) for r in _new() if r["kind"] == "generic"] == [
+        ("recovered", "link_recommendation")]
+
+
 def _port_event_id():
     return next(r["json"]["event_id"] for r in _received()
                 if r["kind"] == "generic" and r["json"]["fault_type"] == "rdma_port_state")

@@ -109,6 +109,12 @@ def node_findings(host, record, expected_gpu_count=None):
     if isinstance(firmware, dict):   # discovery compared the NIC firmware with the site's profiles
         found += nic_firmware.findings(host, firmware.get("plans") or [], firmware.get("profiles") or [],
                                        [firmware["error"]] if firmware.get("error") else [])
+    links = record.get("link_health")
+    if isinstance(links, dict):   # discovery read each HCA port with mlxlink (the link_health module's findings)
+        found += [dict(item) for item in links.get("findings") or [] if isinstance(item, dict)]
+        if links.get("error"):
+            found.append(finding("link_unread", "warning", host, "the links' physical layer could not be read: %s"
+                                 % links["error"], "fix discovery_link_health (its message says what is wrong)"))
     for warning in (record.get("nccl") or {}).get("warnings") or []:
         found.append(finding("nccl_env", "warning", host, warning, "fix the NCCL overrides or profile"))
     # show_gids against sysfs (discovery ran it where installed): a GID index NCCL_IB_GID_INDEX would take wrong

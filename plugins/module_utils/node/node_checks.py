@@ -164,10 +164,11 @@ LINK_FIELDS = ("state", "physical_state", "speed", "width", "fec", "recommendati
                "effective_errors", "link_down_counter", "raw_errors_per_lane")
 
 
-def _link_findings(host, opts, runner, devices, unreadable):
+def read_links(host, option, runner, devices, unreadable):
     """Each HCA port's physical layer (mlxlink -d <dev> -p <port> -c, parse/mlxlink.py, judge/link_health.py); a port
-    mlxlink could not read makes the report incomplete (link_unread), never a healthy port."""
-    wanted = link_health.check_options(opts["link_health"])
+    mlxlink could not read makes the report incomplete (link_unread), never a healthy port. ``option`` is the
+    ``link_health`` option (true or a mapping); the health check and the link_health module (discovery) share this."""
+    wanted = link_health.check_options(option)
     names = wanted["devices"] or [d["name"] for d in devices if d.get("name", "").startswith(("mlx4_", "mlx5_"))]
     tool = runner.which(wanted["tool"])
     found, read = [], []
@@ -252,7 +253,7 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     found += rates.pcie_findings(host, sysfs.read_pcie_links(opts["sysfs_root"]))
     firmware = _firmware_findings(host, opts, runner, devices, unreadable) if opts["nic_firmware"] else None
     found += (firmware or {}).get("findings") or []
-    links = _link_findings(host, opts, runner, devices, unreadable) if opts["link_health"] else None
+    links = read_links(host, opts["link_health"], runner, devices, unreadable) if opts["link_health"] else None
     found += (links or {}).get("findings") or []
 
     now = time.time()
