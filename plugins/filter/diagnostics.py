@@ -2,7 +2,8 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the DCGM diagnostics the dcgm_diag role ran (thin wrappers over module_utils/judge/dcgm_diag.py) and
-the return-to-service certificate made of them (module_utils/fleet/certificate.py)."""
+the return-to-service certificate made of them (module_utils/fleet/certificate.py); a hung job's report (hang.yml,
+module_utils/judge/hang.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, hang
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     Mapping, expect, expect_list_of_mappings, fail, filters)
 
@@ -65,7 +66,37 @@ def return_certificate(dcgm=None, nccl=None, pairwise=None, peer=None, measured_
                                     pairwise and [dict(r) for r in pairwise], peer, measured_at)
 
 
+def hang_report(status, asked=None, health=None, addresses=None, job=None, output="report"):
+    """The RAS status of the node that answered (parse_nccl_ras's result; none when no node did), the nodes asked
+    [{node, answered, stage, kind, msg}], {host: node_health result} of the suspects' nodes and {address NCCL names a
+    node by: inventory host} -> the report (judge/hang.py); output 'markdown' gives hang.md of a report."""
+    if output == "markdown":
+        expect("hang_report", status, (Mapping,), "a hang report (hang_report's result)")
+        return hang.render_markdown(dict(status))
+    if output != "report":
+        fail("hang_report", "output must be report or markdown, got %r" % (output,))
+    if status is not None:
+        expect("hang_report", status, (Mapping,), "parse_nccl_ras's result, or none when no node answered")
+    expect_list_of_mappings("hang_report", asked or [], "asked: the nodes asked, each {node, answered, ...}")
+    for name, value in (("health", health), ("addresses", addresses)):
+        if value is not None:
+            expect("hang_report", value, (Mapping,), "%s as a mapping" % name)
+    if job is not None:
+        text.check_line("job", str(job))
+    return hang.hang_report(status and dict(status), [dict(a) for a in asked or []],
+                            dict(health or {}), dict(addresses or {}), job)
+
+
+def hang_addresses(hosts):
+    """hostvars of the job's nodes -> {address or name: inventory host}: each host's inventory name, ansible_host, host
+    name and IPv4/IPv6 addresses (gathered facts), as NCCL may name a node by any; loopback addresses and any address
+    two hosts claim (a docker bridge on every node) are left out, never guessed."""
+    expect_list_of_mappings("hang_addresses", hosts, "the job's nodes' hostvars (map('extract', hostvars))")
+    return hang.address_map([dict(h) for h in hosts])
+
+
 class FilterModule(object):
     def filters(self):
         return filters({"dcgm_diag_summary": dcgm_diag_summary, "dcgm_diag_records": dcgm_diag_records,
-                        "return_certificate": return_certificate})
+                        "return_certificate": return_certificate, "hang_report": hang_report,
+                        "hang_addresses": hang_addresses})

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health, nccl_path, port_traffic
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import (
-    dcgm, eadm, ibdev2netdev, iblinkinfo, ibstat, mlxconfig, mlxlink, nccl_debug, nvlink, rdma_link, show_gids)
+    dcgm, eadm, ibdev2netdev, iblinkinfo, ibstat, mlxconfig, mlxlink, nccl_debug, nccl_ras, nvlink, rdma_link, show_gids)
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
@@ -79,6 +79,12 @@ def parse_iblinkinfo(value):
     result = iblinkinfo.parse_iblinkinfo(_text(value, "parse_iblinkinfo"))
     result["findings"] = link_health.iblinkinfo_findings(result["ports"])
     return result
+
+
+def parse_nccl_ras(value):
+    if isinstance(value, Mapping) and "text" in value and "stdout" not in value:
+        value = value["text"]     # the nccl_ras module's result works as it is
+    return nccl_ras.parse_nccl_ras(_text(value, "parse_nccl_ras"))
 
 
 def parse_dcgmi_diag(value):
@@ -150,6 +156,7 @@ class FilterModule(object):
             "parse_nvlink_status": parse_nvlink_status, "parse_nvlink_errors": parse_nvlink_errors,
             "parse_nccl_debug": parse_nccl_debug, "judge_nccl_debug": judge_nccl_debug, "parse_dcgmi_diag": parse_dcgmi_diag,
             "parse_mlxconfig": parse_mlxconfig, "parse_mlxlink": parse_mlxlink, "parse_iblinkinfo": parse_iblinkinfo,
+            "parse_nccl_ras": parse_nccl_ras,
             "roce_v2_gid_index": roce_v2_gid_index, "show_gids_cross_check": show_gids_cross_check,
             "nvlink_findings": nvlink_findings, "port_counter_deltas": port_counter_deltas,
         })

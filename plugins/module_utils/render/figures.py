@@ -29,7 +29,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist imp
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 
-KINDS = ("nccl_tests", "perftest", "burnin", "tune", "ddp", "dcgm_diag", "readiness")
+KINDS = ("nccl_tests", "perftest", "burnin", "tune", "ddp", "dcgm_diag", "readiness", "hang")
 # The kinds whose records do not name the hosts they ran on: the caller names them (``nodes``).
 KINDS_WITH_NODES = ("tune", "ddp")
 PLACEMENTS = ("out_of_place", "in_place")
@@ -44,6 +44,7 @@ _TUNE = metrics.PREFIX + "nccl_tune_"
 _DDP = metrics.PREFIX + "ddp_"
 _DCGM = metrics.PREFIX + "dcgm_diag_"
 _READINESS = metrics.PREFIX + "readiness_"
+_HANG = metrics.PREFIX + "hang_"
 
 
 class FiguresError(ValueError):
@@ -482,6 +483,30 @@ def readiness_families(findings, cluster, run_time):
     ]
 
 
+def hang_families(reports, cluster, run_time):
+    """hang.yml's reports (judge/hang.py) -> ``..._verdict`` (1 for the job's verdict) and ``..._suspect`` (1 per
+    suspect rank: its node, GPU, why NCCL singled it out and whether its node has a hardware finding)."""
+    base = {"cluster": cluster}
+    verdicts, suspects = _Series(_latest), _Series(_latest)
+    for report in reports:
+        if report.get("verdict") not in ("healthy", "suspects", "trouble", "unknown"):
+            continue   # not a hang report
+        job = dict(base, job=str(report.get("job") or ""))
+        verdicts.add(dict(job, verdict=str(report.get("verdict"))), 1)
+        for suspect in _items(report.get("suspects")):
+            suspects.add(dict(job, rank=str(suspect.get("rank")), node=str(suspect.get("host")),
+                              gpu=str(suspect.get("nvml_gpu")), kind=str(suspect.get("kind")),
+                              verdict=str(suspect.get("verdict"))), 1)
+    return [
+        _timestamp(_HANG, "hang report", base, run_time),
+        _family(_HANG + "verdict", "1 for the verdict on a job that stopped making progress: healthy, suspects, "
+                "trouble, or unknown (no node answered on NCCL's RAS port).", verdicts),
+        _family(_HANG + "suspect", "1 for each rank NCCL singled out in a hung job, with its node and GPU, why "
+                "(behind, status, error, missing, dead) and its node's verdict (hardware, application, unknown).",
+                suspects),
+    ]
+
+
 def check(kind, records, cluster, run_time, nodes=None):
     """The inputs checked: FiguresError naming the value and what was expected."""
     if kind not in KINDS:
@@ -520,6 +545,8 @@ def families(kind, records, cluster, run_time, nodes=None):
         return dcgm_diag_families(records, cluster, run_time)
     if kind == "readiness":
         return readiness_families(records, cluster, run_time)
+    if kind == "hang":
+        return hang_families(records, cluster, run_time)
     return ddp_families(records, cluster, run_time, nodes)
 
 
