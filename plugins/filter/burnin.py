@@ -20,6 +20,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import burnin_
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import burnin, validation
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import cabling
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
@@ -61,8 +62,9 @@ def _replayed(name, result, replayed_from):
     return result
 
 
-def burnin_report(pairs, tolerance=0.1, min_busbw=None, title="Burn-in: busbw of each pair", replayed_from=None):
-    """Pair runs -> {results, rank, failures, markdown, svg} (see burnin_report.yml)."""
+def burnin_report(pairs, tolerance=0.1, min_busbw=None, title="Burn-in: busbw of each pair", replayed_from=None,
+                  fabric=None):
+    """Pair runs -> {results, rank, failures, physical, markdown, svg} (see burnin_report.yml)."""
     expect_list_of_mappings("burnin_report", pairs, "a list of pair runs {a, b, round, rc, output}")
     for index, pair in enumerate(pairs):
         if not isinstance(pair.get("a"), str) or not isinstance(pair.get("b"), str):
@@ -71,8 +73,10 @@ def burnin_report(pairs, tolerance=0.1, min_busbw=None, title="Burn-in: busbw of
     if errors:
         fail("burnin_report", "; ".join(errors))
     minimum = number_or_none("burnin_report", "min_busbw", min_busbw)
+    attachment = cabling.observed_attachment(ibnetdiscover=fabric) if fabric else None
     return _replayed("burnin_report", burnin.report(pairs, nccl_tests.parse, _tolerance("burnin_report", tolerance),
-                                                    minimum, title, shown_minimum=min_busbw), replayed_from)
+                                                    minimum, title, shown_minimum=min_busbw, attachment=attachment),
+                     replayed_from)
 
 
 def burnin_search_start(hosts, expected=None, tolerance=0.15, topology=None):

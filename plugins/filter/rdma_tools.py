@@ -13,6 +13,7 @@ __metaclass__ = type
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health, nccl_path, port_traffic
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import (
     dcgm, eadm, ibdev2netdev, iblinkinfo, ibstat, mlxconfig, mlxlink, nccl_debug, nccl_ras, nvlink, rdma_link, show_gids)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import cabling
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
 
@@ -60,7 +61,7 @@ def parse_mlxconfig(value):
 
 
 def parse_mlxlink(value, host="node", device="", max_effective_ber=link_health.MAX_EFFECTIVE_BER,
-                  max_raw_ber=link_health.MAX_RAW_BER):
+                  max_raw_ber=link_health.MAX_RAW_BER, fabric=None):
     expect("parse_mlxlink", host, TEXT, "the host name to name in findings")
     expect("parse_mlxlink", device, TEXT, "the device the text is of (for a text without its command line)")
     limits = [number_or_none("parse_mlxlink", name, value) for name, value in (
@@ -72,6 +73,8 @@ def parse_mlxlink(value, host="node", device="", max_effective_ber=link_health.M
     if device and len(result["devices"]) == 1 and not result["devices"][0]["device"]:
         result["devices"][0]["device"] = device
     result["findings"] = link_health.mlxlink_findings(host, result["devices"], *limits)
+    if fabric:
+        result["findings"] = link_health.with_switch_ports(result["findings"], cabling.observed_attachment(ibnetdiscover=fabric))
     return result
 
 

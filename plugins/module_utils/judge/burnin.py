@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from collections.abc import Mapping
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health, nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import chart
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
@@ -134,8 +134,9 @@ def below(results, minimum):
     return ["%s-%s" % (r["a"], r["b"]) for r in results if r["busbw"] is not None and r["busbw"] < minimum]
 
 
-def markdown(results, ranked, minimum=None, unit="GB/s"):
-    """The burn-in report: verdict, hosts ranked, links worst first, rounds."""
+def markdown(results, ranked, minimum=None, unit="GB/s", physical=None):
+    """The burn-in report: verdict, hosts ranked, links worst first, rounds; ``physical`` ({host: cable lines},
+    physical()'s) names the cables behind the slow hosts and bad links."""
     failed = ["%s-%s (%s)" % (r["a"], r["b"], r["error"]) for r in results if r["busbw"] is None and not not_run(r)]
     slow_pairs = below(results, minimum)
     problems = bool(ranked["slow_hosts"] or ranked["bad_links"] or slow_pairs)
@@ -169,7 +170,22 @@ def markdown(results, ranked, minimum=None, unit="GB/s"):
             link["a"], link["b"], result.get("round", "-"),
             result.get("error") or "%.1f" % link["busbw"], result.get("largest_size") or "-",
             "**yes**" if link["bad"] else "no"))
+    if physical:
+        lines += ["", "## The cables behind them (the fabric map)", ""]
+        lines += ["- %s: %s" % (host, "; ".join(cables)) for host, cables in sorted(physical.items())]
     return "\n".join(lines) + "\n"
+
+
+def physical(ranked, attachment):
+    """{host: ['mlx5_0 -> leaf-03 port 17', ...]} for each slow host and each host of a bad link that the fabric map
+    (topology/cabling.observed_attachment of ibnetdiscover) knows; {} without a map."""
+    if not attachment:
+        return {}
+    hosts = set(ranked["slow_hosts"])
+    for link in ranked["links"]:
+        if link["bad"]:
+            hosts.update((link["a"], link["b"]))
+    return link_health.physical_links(sorted(hosts), attachment)
 
 
 def failures(results, ranked, minimum=None, shown_minimum=None):
@@ -194,12 +210,14 @@ def heatmap(results, ranked):
     return hosts, cells, [(link["a"], link["b"]) for link in ranked["links"] if link["bad"]]
 
 
-def report(pairs, parse, tolerance=0.1, minimum=None, title="Burn-in: busbw of each pair", shown_minimum=None):
+def report(pairs, parse, tolerance=0.1, minimum=None, title="Burn-in: busbw of each pair", shown_minimum=None,
+           attachment=None):
     """Pair runs ([{a, b, round, rc, output, stderr, not_run}]) -> {results, rank, failures, markdown, svg}.
 
     Each pair judged by judge_run, hosts and links ranked with ``tolerance``, the failures and the Markdown
     report; ``svg`` is the heat map of the pairs (bad links marked), None under two hosts. ``title`` must be
-    one line (ValueError). ``shown_minimum``: see failures().
+    one line (ValueError). ``shown_minimum``: see failures(). ``attachment``: the fabric map ({host: {nic: {leaf,
+    port}}}); the report then names the cables behind slow hosts and bad links (``physical``).
     """
     results = collect(pairs, parse)
     ranked = rank(results, tolerance)
@@ -208,8 +226,9 @@ def report(pairs, parse, tolerance=0.1, minimum=None, title="Burn-in: busbw of e
     svg = None
     if len(hosts) >= 2:
         svg = chart.heatmap_svg(hosts, cells, title=check_line("title", title), marked=marked)
-    return {"results": results, "rank": ranked, "failures": found, "markdown": markdown(results, ranked, minimum),
-            "svg": svg}
+    cables = physical(ranked, attachment)
+    return {"results": results, "rank": ranked, "failures": found, "physical": cables,
+            "markdown": markdown(results, ranked, minimum, physical=cables), "svg": svg}
 
 
 class UnreadableRun(ValueError):

@@ -181,3 +181,41 @@ def iblinkinfo_findings(ports):
 
 def _lanes(width):
     return int(width[:-1]) if width and width[:-1].isdigit() else 0
+
+
+def _switch_port(attachment, host, nic):
+    """The switch and port behind a host's HCA (``observed_attachment``'s {host: {nic: {leaf, port}}}), or None."""
+    where = (attachment or {}).get(host, {}).get(nic)
+    if not where or not where.get("leaf"):
+        return None
+    return where["leaf"], where.get("port")
+
+
+def with_switch_ports(found, attachment):
+    """Link findings whose target is '<host>/<device>/<port>' (or '<host>/<device>', port 1) gain ``switch`` and ``switch_port`` - the switch port the
+    fabric map (ibnetdiscover's, topology/cabling.observed_attachment) says that HCA port is cabled to - and the detail
+    says it. Findings the map does not know stay as they are."""
+    result = []
+    for item in found:
+        parts = str(item.get("target") or "").split("/")
+        behind = None
+        if item.get("check", "").startswith("link_") and len(parts) in (2, 3):
+            nic = parts[1] if len(parts) == 2 or parts[2] == "1" else "%s:%s" % (parts[1], parts[2])
+            behind = _switch_port(attachment, parts[0], nic)
+        if behind:
+            item = dict(item, switch=behind[0], switch_port=behind[1],
+                        detail="%s (cabled to %s port %s)" % (item.get("detail"), behind[0], behind[1]))
+        result.append(item)
+    return result
+
+
+def physical_links(hosts, attachment):
+    """{host: ['mlx5_0 -> leaf-03 port 17', ...]} for the hosts the fabric map knows: the cables behind a host."""
+    result = {}
+    for host in hosts:
+        nics = (attachment or {}).get(host) or {}
+        lines = ["%s -> %s port %s" % (nic, where.get("leaf"), where.get("port")) for nic, where in sorted(nics.items())
+                 if where.get("leaf")]
+        if lines:
+            result[host] = lines
+    return result

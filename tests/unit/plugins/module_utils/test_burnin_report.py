@@ -56,7 +56,7 @@ def test_heatmap_inputs_are_sorted_hosts_every_pair_and_the_bad_links(four_hosts
 def test_report_on_real_pairs(four_hosts):
     four_hosts[-1] = dict(four_hosts[-1], rc=1, output="n4: Test NCCL failure common.cu:1030 'unhandled system error'")
     report = burnin.report(four_hosts, nccl_tests.parse, 0.1, 200.0, "Pairs", shown_minimum=200)
-    assert set(report) == {"results", "rank", "failures", "markdown", "svg"}
+    assert set(report) == {"results", "rank", "failures", "physical", "markdown", "svg"} and report["physical"] == {}
     assert report["failures"] == ["slow host n3", "bad link n3-n4", "bad link n1-n2", "pair n2-n3 below 200 GB/s",
                                   "pair n1-n3 below 200 GB/s"]
     assert [(r["a"], r["b"], r["busbw"], r["error"]) for r in report["results"]] == [
@@ -126,3 +126,28 @@ def test_judge_run_keeps_one_record_shape_for_both_strategies(capture):
     assert wrong["nccl_tests_passed"] is False and wrong["busbw"] is None and "wrong results" in wrong["error"]
     skipped = burnin.judge_run({"not_run": "check mode"}, nccl_tests.parse)
     assert set(skipped) == set(good) and skipped["error"] == "not run: check mode"
+
+
+def test_the_cables_behind_a_slow_host_and_a_bad_link_from_the_fabric_map(capture, scaled, read_fixture):
+    """Issue 39: with ibnetdiscover's map (the real PSMN X5 fabric and its GUID -> host map) the report names the
+    switch port each slow host and each host of a bad link is cabled to; a host the map does not know is left out."""
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.ibnetdiscover import (
+        parse_ibnetdiscover, parse_node_name_map)
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.cabling import observed_attachment
+    fabric = parse_ibnetdiscover(read_fixture("ibnetdiscover", "x5_psmn_qdr_hpc_toolset.txt"),
+                                 parse_node_name_map(read_fixture("ibnetdiscover", "x5_psmn_node_name_map.txt")))
+    attachment = observed_attachment(ibnetdiscover=fabric)
+    hosts = ["r422node1", "r422node2", "r422node5", "nowhere"]
+    pairs = []
+    for number, round_pairs in enumerate(burnin.rounds(hosts)):
+        for a, b in round_pairs:
+            factor = 0.5 if "nowhere" in (a, b) else (0.6 if {a, b} == {"r422node1", "r422node2"} else 1.0)
+            pairs.append({"a": a, "b": b, "round": number, "rc": 0, "output": scaled(capture, factor)})
+    report = burnin.report(pairs, nccl_tests.parse, 0.1, attachment=attachment)
+    expected = dict((host, ["%s -> %s port %s" % (nic, where["leaf"], where["port"])
+                            for nic, where in sorted(attachment[host].items())])
+                    for host in ("r422node1", "r422node2"))
+    assert report["rank"]["slow_hosts"] == ["nowhere"] and report["rank"]["bad_links"] == ["r422node1-r422node2"]
+    assert report["physical"] == expected   # the slow host is not on the map: left out, never guessed
+    assert all(len(lines) == 1 and " port " in lines[0] for lines in expected.values())
+    assert "## The cables behind them (the fabric map)\n\n- r422node1: 0x003048c749820000 -> ib-0008f10500200b50 port 28" in report["markdown"]

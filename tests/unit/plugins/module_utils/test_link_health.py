@@ -155,3 +155,15 @@ def test_a_link_slower_than_the_fabric_and_a_1x_link():
          "trained at 4X 5 Gbps; most links of the fabric run 4X 10 Gbps")]
     with pytest.raises(iblinkinfo.IblinkinfoError):
         iblinkinfo.parse_iblinkinfo("CA: x:\n")
+
+
+def test_a_link_finding_names_the_switch_port_the_fabric_map_knows():
+    """Issue 39: the ConnectX-5 port mlxlink advises on, joined with the fabric map (observed_attachment's shape, as
+    ibnetdiscover's 'gpu07 mlx5_0' NodeDescription gives it); a port the map does not know stays as it was."""
+    result = parse_mlxlink(_read("mlxlink", "cx5_ib_sdr_cable_speed_not_enabled_bluebanquise.txt"), "gpu07", "mlx5_0")
+    attachment = {"gpu07": {"mlx5_0": {"leaf": "leaf-03", "port": 17, "source": "ibnetdiscover"}}}
+    (joined,) = link_health.with_switch_ports(result["findings"], attachment)
+    assert (joined["switch"], joined["switch_port"]) == ("leaf-03", 17)
+    assert joined["detail"].endswith("(cabled to leaf-03 port 17)")
+    assert link_health.with_switch_ports(result["findings"], {"gpu08": attachment["gpu07"]}) == result["findings"]
+    assert link_health.physical_links(["gpu07", "gpu08"], attachment) == {"gpu07": ["mlx5_0 -> leaf-03 port 17"]}
