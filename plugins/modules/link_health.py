@@ -15,7 +15,7 @@ version_added: 0.4.0
 author: gpufabric.rdma maintainers (@gpufabric)
 description:
   - Runs C(mlxlink -d <device> -p <port> -c) for each NVIDIA HCA (the C(mlx4_)/C(mlx5_) devices in sysfs, or
-    O(devices)), reads it (P(gpufabric.rdma.parse_mlxlink#filter)) and judges it as the health check's
+    the C(devices) of O(link_health)), reads it (P(gpufabric.rdma.parse_mlxlink#filter)) and judges it as the health check's
     C(link_health) option does (the same code) - C(link_state), C(link_recommendation) (a transceiver's own advice
     other than "No issue was observed"), C(link_speed) and C(link_pcie) (trained below what both ends can do),
     C(link_fec), C(link_ber) (effective or raw bit error rate above its limit).

@@ -559,3 +559,77 @@ def test_an_update_slurmctld_refuses_is_could_not_drain_once_and_never_drained(h
     assert "not tried again before" in out and drained(host) == [], out
     journal = host.check_output("journalctl -u gpufabric-remediator --no-pager -o cat --since @%s", since)
     assert journal.count("could not act on %s" % NODES[0]) == 1, journal
+
+
+RAS_FIXTURES = os.path.join(SCENARIO, "..", "..", "tests", "unit", "fixtures", "nccl_ras")
+RAS_STANDIN = os.path.join(SCENARIO, "..", "..", "tests", "lab", "nccl-ras-standin", "nccl_ras_standin.py")
+# The reply captured on the GPU machine (docs/benchmarks/2026-11-27-h200x2-nccl-ras) names its node by that machine's
+# address; the stand-in puts a node of this cluster in its place.
+CAPTURED_ADDRESS = "192.0.2.2"
+
+
+def _copy_to(name, source, dest, mode="0644"):
+    with open(source, "rb") as handle:
+        data = base64.b64encode(handle.read()).decode()
+    node_host(name).check_output("echo %s | base64 -d > %s && chmod %s %s", data, dest, mode, dest)
+
+
+def _ras_standin(name, fixture, suspect):
+    """On ``name``, NCCL's RAS port answered by the stand-in replaying ``fixture`` with ``suspect``'s address."""
+    address = node_host(suspect).check_output("hostname -i").split()[0]
+    _copy_to(name, RAS_STANDIN, "/usr/local/lib/nccl_ras_standin.py")
+    _copy_to(name, os.path.join(RAS_FIXTURES, fixture), "/tmp/ras-reply.txt")
+    node_host(name).check_output("pkill -f nccl_ras_standin; (nohup python3 /usr/local/lib/nccl_ras_standin.py "
+                                 "/tmp/ras-reply.txt --rewrite %s=%s >/tmp/ras-standin.log 2>&1 &) ; sleep 1",
+                                 CAPTURED_ADDRESS, address)
+
+
+def _hang(job, *extra):
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    extra_vars = {"remediator_settings": BASE_SETTINGS, "hang_report_dir": tempfile.mkdtemp(prefix="gpufabric-hang-"),
+                  "health_monitor_checks": {"expected_gpu_count": 8, "nvidia_smi_path": "/opt/standin/nvidia-smi",
+                                            "kernel_log": "/var/log/gpufabric-test/kern.log",
+                                            "sysfs_root": "/opt/empty-sys", "command_timeout": 10}}
+    proc = subprocess.run(["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "gpufabric.rdma.hang",
+                           "-e", "job_id=%s" % job, "-e", json.dumps(extra_vars)] + list(extra),
+                          capture_output=True, text=True, timeout=300, check=False, env=env)
+    with open(os.path.join(extra_vars["hang_report_dir"], "hang.json")) as handle:
+        report = json.load(handle)
+    return " ".join((proc.stdout + proc.stderr).split()), proc.returncode, report
+
+
+def test_a_hung_job_names_its_rank_and_only_a_node_with_a_hardware_finding_is_drained(host):
+    """Issue 40 on real Slurm: a job on the three nodes; node1's RAS port has no job (refused), node2 answers with the
+    reply of a job whose rank 1 stopped calling NCCL (captured on the GPU machine), naming node2. With an Xid 79 on
+    node2 the suspect is hardware and the decider drains node2 (check mode first: nothing drained); with the suspect
+    on node3, whose check reads clean, it is the application and nothing is drained."""
+    job = host.check_output("sbatch --parsable -N3 -w %s --wrap 'sleep 600' -o /dev/null", ",".join(NODES))
+    try:
+        for attempt in range(60):
+            if host.check_output("squeue -h -j %s -o %%T", job) == "RUNNING":
+                break
+            time.sleep(1)
+        _ras_standin(NODES[1], "hang_rank1_stopped_calling_2.28.9.txt", NODES[1])
+        fault(NODES[1])
+        out, rc, report = _hang(job, "--check")
+        assert rc == 0 and drained(host) == [], out[-3000:]
+        assert report["asked"][0]["node"] == NODES[0] and report["asked"][0]["kind"] == "refused"
+        assert report["answered_by"] == NODES[1] and report["verdict"] == "suspects"
+        (suspect,) = report["suspects"]
+        assert (suspect["rank"], suspect["host"], suspect["nvml_gpu"], suspect["verdict"]) == (1, NODES[1], 1, "hardware")
+        assert "rank 1 behind on node %s, GPU 1" % NODES[1] in out and "GPU has fallen off the bus" in out
+        out, rc, report = _hang(job)
+        assert rc == 0 and drained(host) == [NODES[1]], out[-3000:]
+        assert "Slurm: drained %s" % NODES[1] in out
+
+        fault(NODES[1], False)
+        admin_resume(host, NODES[1])
+        set_decider(host)
+        _ras_standin(NODES[1], "hang_rank1_stopped_calling_2.28.9.txt", NODES[2])
+        out, rc, report = _hang(job)
+        assert rc == 0 and drained(host) == [], out[-3000:]
+        assert report["suspects"][0]["verdict"] == "application" and report["suspects"][0]["host"] == NODES[2]
+        assert "no hardware finding on %s: look at the application" % NODES[2] in out
+    finally:
+        host.run("scancel %s", job)
+        node_host(NODES[1]).run("pkill -f nccl_ras_standin")

@@ -100,7 +100,7 @@ class _Conn(object):
             if not chunk:
                 return None
             self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
+        line, dummy, self.buffer = self.buffer.partition(b"\n")
         return line.decode("utf-8", "replace").strip()
 
     def rest(self, limit):

@@ -13,7 +13,7 @@ from ansible_collections.gpufabric.rdma.plugins.modules import nccl_ras
 from moduletest import run_module
 
 HERE = os.path.dirname(__file__)
-STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "lab", "nccl-ras-standin", "nccl-ras-standin"))
+STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "lab", "nccl-ras-standin", "nccl_ras_standin.py"))
 FIXTURES = os.path.abspath(os.path.join(HERE, "..", "fixtures", "nccl_ras"))
 
 

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Stand-in for an NCCL job's RAS port: speaks NCCL's client protocol and answers STATUS / VERBOSE STATUS with a reply
 captured on a real job (tests/unit/fixtures/nccl_ras). No GPU, no NCCL: for Molecule and the module's tests.
 
-    nccl-ras-standin REPLY_FILE [--port 28028] [--address 127.0.0.1] [--silent] [--rewrite OLD=NEW ...]
+    python3 nccl_ras_standin.py REPLY_FILE [--port 28028] [--address 127.0.0.1] [--silent] [--rewrite OLD=NEW ...]
 
 --silent accepts the connection and never answers (a job whose RAS thread is stuck). --rewrite replaces a text of
 the capture (the node address the GPU machine had) with another (a node of the test cluster), and says so on
@@ -25,7 +24,7 @@ def handle(conn, reply, silent, rewrites):
                     if not chunk:
                         return
                     data += chunk
-                line, _, data = data.partition(b"\n")
+                line, dummy, data = data.partition(b"\n")
                 command = line.decode("ascii", "replace").strip().upper()
                 if silent:
                     continue
@@ -63,7 +62,7 @@ def main():
     server.listen(16)
     print("listening on %s:%d" % server.getsockname(), flush=True)
     while True:
-        conn, _ = server.accept()
+        conn, dummy = server.accept()
         threading.Thread(target=handle, args=(conn, args.reply, args.silent, rewrites), daemon=True).start()
 
 
