@@ -114,8 +114,9 @@ def _doc_options(module):
     return set(json.loads(out.stdout)[module]["doc"]["options"])
 
 
-def test_there_is_a_template_for_discover_site_validate_and_burnin():
-    assert sorted(t["playbook"] for t in TEMPLATES) == ["burnin.yml", "configure.yml", "discover.yml", "site.yml", "validate.yml"]
+def test_there_is_a_template_for_discover_site_validate_burnin_and_hang():
+    assert sorted(t["playbook"] for t in TEMPLATES) == ["burnin.yml", "configure.yml", "discover.yml", "hang.yml", "site.yml",
+                                                       "validate.yml"]
 
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t["playbook"])
