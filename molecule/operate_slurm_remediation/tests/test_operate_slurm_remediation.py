@@ -579,7 +579,8 @@ def _ras_standin(name, fixture, suspect):
     address = node_host(suspect).check_output("hostname -i").split()[0]
     _copy_to(name, RAS_STANDIN, "/usr/local/lib/nccl_ras_standin.py")
     _copy_to(name, os.path.join(RAS_FIXTURES, fixture), "/tmp/ras-reply.txt")
-    node_host(name).check_output("pkill -f nccl_ras_standin; (nohup python3 /usr/local/lib/nccl_ras_standin.py "
+    # '[n]ccl': the pattern must not match the shell that runs pkill (its own command line holds the pattern).
+    node_host(name).check_output("pkill -f '[n]ccl_ras_standin'; (nohup python3 /usr/local/lib/nccl_ras_standin.py "
                                  "/tmp/ras-reply.txt --rewrite %s=%s >/tmp/ras-standin.log 2>&1 &) ; sleep 1",
                                  CAPTURED_ADDRESS, address)
 
@@ -632,4 +633,4 @@ def test_a_hung_job_names_its_rank_and_only_a_node_with_a_hardware_finding_is_dr
         assert "no hardware finding on %s: look at the application" % NODES[2] in out
     finally:
         host.run("scancel %s", job)
-        node_host(NODES[1]).run("pkill -f nccl_ras_standin")
+        node_host(NODES[1]).run("pkill -f '[n]ccl_ras_standin'")
