@@ -579,10 +579,10 @@ def _ras_standin(name, fixture, suspect):
     address = node_host(suspect).check_output("hostname -i").split()[0]
     _copy_to(name, RAS_STANDIN, "/usr/local/lib/nccl_ras_standin.py")
     _copy_to(name, os.path.join(RAS_FIXTURES, fixture), "/tmp/ras-reply.txt")
-    # '[n]ccl': the pattern must not match the shell that runs pkill (its own command line holds the pattern).
-    node_host(name).check_output("pkill -f '[n]ccl_ras_standin'; (nohup python3 /usr/local/lib/nccl_ras_standin.py "
-                                 "/tmp/ras-reply.txt --rewrite %s=%s >/tmp/ras-standin.log 2>&1 &) ; sleep 1",
-                                 CAPTURED_ADDRESS, address)
+    # A command of its own, '[n]ccl': the pattern must not match the shell that runs pkill.
+    node_host(name).run("pkill -f '[n]ccl_ras_standin'")
+    node_host(name).check_output("(nohup python3 /usr/local/lib/nccl_ras_standin.py /tmp/ras-reply.txt --rewrite %s=%s "
+                                 ">/tmp/ras-standin.log 2>&1 &) ; sleep 1", CAPTURED_ADDRESS, address)
 
 
 def _hang(job, *extra):
