@@ -127,6 +127,32 @@ def _expect(conn, stage, prefix):
     return reply
 
 
+def _connect(host, port, timeout):
+    """A connected socket to the first address of ``host`` that accepts. 'localhost' is often ::1 first, where a
+    container without IPv6 says 'Cannot assign requested address' while NCCL listens on 127.0.0.1: every address is
+    tried, and the kind is 'refused' when any refused (nothing listens), 'timeout' when one timed out."""
+    try:
+        addresses = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    except (OSError, socket.error) as exc:
+        raise RasError("connect", "error", "cannot resolve %s: %s" % (host, exc))
+    problems = []
+    for family, kind, proto, dummy, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(address)
+            return sock
+        except socket.timeout:
+            problems.append(("timeout", "%s: no answer within %.0f s" % (address[0], timeout)))
+        except (OSError, socket.error) as exc:
+            refused = getattr(exc, "errno", None) == errno.ECONNREFUSED
+            problems.append(("refused" if refused else "error", "%s: %s" % (address[0], exc)))
+        sock.close()
+    kinds = [k for k, dummy in problems]
+    kind = "refused" if "refused" in kinds else "timeout" if "timeout" in kinds else "error"
+    raise RasError("connect", kind, "cannot connect to %s:%d: %s" % (host, port, "; ".join(m for dummy, m in problems)))
+
+
 def query(host="localhost", port=RAS_PORT, timeout=30, verbose=True, collective_timeout=None,
           allow_remote=False, max_bytes=MAX_REPLY_BYTES, reply_format="text"):
     """Ask the job's RAS port for its status. Returns a dict: ``text`` (the reply), ``server_protocol``,
@@ -143,14 +169,7 @@ def query(host="localhost", port=RAS_PORT, timeout=30, verbose=True, collective_
     if collective_timeout is not None and int(collective_timeout) + _EXTRA_SECONDS > float(timeout):
         raise ValueError("RAS collective_timeout %r leaves no room within timeout %r (needs %d s more)"
                          % (collective_timeout, timeout, _EXTRA_SECONDS))
-    stage = "connect"
-    try:
-        sock = socket.create_connection((host, port), timeout=max(0.1, min(float(timeout), 10.0)))
-    except socket.timeout:
-        raise RasError(stage, "timeout", "no answer from %s:%d within the connect time" % (host, port))
-    except (OSError, socket.error) as exc:
-        kind = "refused" if getattr(exc, "errno", None) == errno.ECONNREFUSED else "error"
-        raise RasError(stage, kind, "cannot connect to %s:%d: %s" % (host, port, exc))
+    sock = _connect(host, port, max(0.1, min(float(timeout), 10.0)))
     conn = _Conn(sock, deadline)
     try:
         stage = "handshake"
