@@ -44,6 +44,10 @@ def parse_ibdev2netdev(value):
         words = left.split()
         if words and _PCI_RE.match(words[0]):
             _verbose_left(left, record)
+        elif len(words) >= 2 and words[1].startswith("("):
+            # -v where the script found no PCI device for the HCA (its find_pdev matches a device directory holding
+            # exactly that one name): the line starts with a space and the device.
+            _verbose_left(left, record, pci=False)
         elif len(words) >= 3 and words[1] == "port":
             record["device"], record["port"] = words[0], _int(words[2])
         else:
@@ -53,9 +57,10 @@ def parse_ibdev2netdev(value):
     return ports
 
 
-def _verbose_left(left, record):
-    """'0000:02:00.0 mlx5_0 (MT4115 - MT1523X04353) CX456A - ConnectX-4 QSFP fw 12.23.1020 port 1 (ACTIVE) '."""
-    words = left.split(None, 2)
+def _verbose_left(left, record, pci=True):
+    """'0000:02:00.0 mlx5_0 (MT4115 - MT1523X04353) CX456A - ConnectX-4 QSFP fw 12.23.1020 port 1 (ACTIVE) ', or the
+    same without its PCI address."""
+    words = left.split(None, 2) if pci else [None] + left.split(None, 1)
     record["pci_address"] = words[0]
     record["device"] = words[1] if len(words) > 1 else None
     rest = " " + (words[2] if len(words) > 2 else "")

@@ -55,3 +55,16 @@ def test_ibdev2netdev_virtual_functions_sriovop635():
     assert len(found) == 16 and found[0] == {
         "device": "mlx5_19", "port": 1, "netdev": "ibp75s0v7", "state": "Down", "pci_address": None, "hca_type": None,
         "part": None, "description": None, "firmware": None, "port_state": None}
+
+
+def test_verbose_mlx4_lines_with_the_psid_and_one_without_its_pci_address():
+    """Issue 39 fault (6): ConnectX-3 (mlx4) lines of `ibdev2netdev -v` in the layout of Mellanox's script (PSID, the
+    port state padded to 6 characters), and a line whose HCA the script found no PCI device for (it starts with a
+    space and the device): that one gave no entry. Constructed: no citable capture exists (fixtures README)."""
+    found = ibdev2netdev.parse_ibdev2netdev(read("ibdev2netdev", "verbose_mlx4_no_pci_constructed.txt"))
+    assert [(p["pci_address"], p["device"], p["port"], p["netdev"], p["state"], p["port_state"]) for p in found] == [
+        ("0000:81:00.0", "mlx4_0", 1, "ib0", "Up", "ACTIVE"), ("0000:81:00.0", "mlx4_0", 2, "ib1", "Down", "DOWN"),
+        (None, "mlx4_1", 1, "enp4s0", "Up", "ACTIVE")]
+    assert [(p["hca_type"], p["part"], p["description"], p["firmware"]) for p in found][1:] == [
+        ("MT4099", "MT_1090120019", "CX354A - ConnectX-3 QSFP", "2.42.5000"),
+        ("MT4103", "MT_1680110023", "CX312B - ConnectX-3 Pro SFP+", "2.42.5000")]
