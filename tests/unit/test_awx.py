@@ -115,8 +115,8 @@ def _doc_options(module):
 
 
 def test_there_is_a_template_for_discover_site_validate_burnin_and_hang():
-    assert sorted(t["playbook"] for t in TEMPLATES) == ["burnin.yml", "configure.yml", "discover.yml", "hang.yml", "site.yml",
-                                                       "validate.yml"]
+    wanted = ["burnin.yml", "configure.yml", "discover.yml", "hang.yml", "site.yml", "validate.yml"]
+    assert sorted(t["playbook"] for t in TEMPLATES) == wanted
 
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t["playbook"])
