@@ -155,7 +155,7 @@ def _communicator_line(block, line, shared, op):
             value = ("ops", 0)
         elif match.group(5):
             value = ("error", match.group(5))
-        elif block["problem"] in ("INCOMPLETE",) or shared is None:
+        elif block["problem"] == "INCOMPLETE" or shared is None:
             value = ("missing", None)
         else:
             value = shared
@@ -218,11 +218,12 @@ def _suspects(result):
     for comm in result["communicators"]:
         name = "%s (%s)" % (comm["id"], comm["hash"])
         counts = [r["ops"] for r in comm["ranks"] if "ops" in r] + [s["ops"] for s in comm.get("shared", []) if "ops" in s]
+        fewest, most = (min(counts), max(counts)) if counts else (None, None)   # once: a communicator may list 1000s
         for rank in comm["ranks"]:
-            if "ops" in rank and counts and rank["ops"] < max(counts) and rank["ops"] == min(counts):
+            if "ops" in rank and rank["ops"] < most and rank["ops"] == fewest:
                 done = "up to operation %d" % rank["ops"] if rank["ops"] else "no operation"
                 _suspect(result, rank, "behind: launched %s %s, others up to %d" % (
-                    rank.get("operation") or "", done, max(counts)), "behind", name)
+                    rank.get("operation") or "", done, most), "behind", name)
             elif rank.get("status") not in (None, "RUNNING"):
                 _suspect(result, rank, "communicator status %s" % rank["status"], "status", name)
             elif "error" in rank:
