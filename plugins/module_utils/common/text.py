@@ -24,15 +24,21 @@ _BOM = u"\ufeff"
 #   srun -l / --label          " 0: ", "12: "
 #   Open MPI --tag-output      "[1,0]<stdout>:", PRRTE "[prterun-host-123@1,0]<stdout>: "
 #   Open MPI --timestamp-output "Thu May  7 10:39:20 2020<stdout>:" (with --tag-output before <stdout>)
-#   Ray / SkyPilot             "(head, rank=0, pid=3808) "
+#   Ray / SkyPilot / vLLM      "(head, rank=0, pid=3808) ", "(RayTrainWorker pid=83500) ",
+#                              "(RayWorkerWrapper pid=627, ip=10.244.1.107) ", "(pid=627, ip=10.244.1.107) ",
+#                              "(EngineCore_DP0 pid=2301) ", "(VllmWorkerProcess pid=2157) ", "(VllmWorker rank=0 pid=1) "
 _TIMESTAMP = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4}"
 _OMPI_TAG = r"\[(?:[\w.-]+@)?\d+,\d+\]"
 _LAUNCHER_RE = re.compile(
     r"^[ \t]*(?:"
-    r"\((?:[\w.-]+, )?rank=\d+, pid=\d+(?:, ip=[\d.]+)?\) "            # Ray / SkyPilot
+    r"\((?:[\w.-]{1,64}(?:,? [\w.-]{1,64}(?:=[\w.-]{1,64})?){0,3},? )?pid=\d{1,9}(?:, ip=[\w.:]{1,45})?\) "  # Ray, vLLM
     r"|(?:" + _TIMESTAMP + r")?(?:" + _OMPI_TAG + r")?<std(?:out|err|diag)>: ?"  # Open MPI / PRRTE
     r"|\d{1,6}: ?"                                                       # srun -l
     r")")
+# What Ray's log deduplication puts after a line it stands for several of: " [repeated 14x across cluster]", the first
+# time followed by "(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 ...)".
+_RAY_DEDUP = " [repeated "
+_RAY_DEDUP_RE = re.compile(r" \[repeated [0-9]{1,9}x across cluster\](?: \(Ray deduplicates logs by default\.[^()]{0,400}\))?[ \t]*\Z")
 # A tag in the middle of a line: Open MPI glues two writes of a rank into one line at times.
 _MIDLINE_TAG_RE = re.compile(r"(?<=\S)(?=(?:" + _TIMESTAMP + r")?" + _OMPI_TAG + r"<std(?:out|err|diag)>:)")
 
@@ -81,15 +87,24 @@ def strip_launcher(line):
     return line
 
 
+def strip_ray_dedup(line):
+    """One line without the note Ray's log deduplication puts at its end (the line itself is kept as printed)."""
+    at = line.rfind(_RAY_DEDUP)
+    if at >= 0 and _RAY_DEDUP_RE.match(line, at):
+        return line[:at]
+    return line
+
+
 def launcher_lines(value, what="text"):
-    """Cleaned lines with launcher labels removed, a line Open MPI glued to another split off."""
+    """Cleaned lines with launcher labels (and Ray's deduplication note) removed, a line Open MPI glued to another
+    split off."""
     lines = []
     for line in clean_lines(value, what):
         if "<std" in line:
             for part in _MIDLINE_TAG_RE.split(line):
-                lines.append(strip_launcher(part))
+                lines.append(strip_ray_dedup(strip_launcher(part)))
         else:
-            lines.append(strip_launcher(line))
+            lines.append(strip_ray_dedup(strip_launcher(line)))
     return lines
 
 

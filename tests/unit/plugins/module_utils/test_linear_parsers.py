@@ -88,6 +88,8 @@ SHAPES = {
     "quotes": 'A="' + "a " * (N // 2),
     "table_cell": "|" + " " * N + "| Fail - GPU:" + " " * N + "|",
     "section": "|-----" + " " * N + "Stress" + " " * N + "---+",
+    "ray_label": "(" + "a, b=c " * (N // 7) + "pid=1) x",
+    "ray_dedup": " [repeated 1x across cluster]" * (N // 30) + " (Ray deduplicates logs by default." + "a" * N,
 }
 
 RUNNER = r"""

@@ -116,9 +116,35 @@ def test_clean_removes_what_tools_add():
     ("    [1,0]<stdout>:  2147483648", " 2147483648"),
     ("     8388608       2097152     float", "     8388608       2097152     float"),
     ("node005:291005:291100 [0] NCCL INFO x", "node005:291005:291100 [0] NCCL INFO x"),
+    # Ray's actors and vLLM's workers (issue 52): a name, its fields, the pid and the node's address
+    ("(RayTrainWorker pid=83500) localhost:83500:84560 [2] NCCL INFO x", "localhost:83500:84560 [2] NCCL INFO x"),
+    ("(RayWorkerWrapper pid=627, ip=10.244.1.107) h:627:627 [1] NCCL INFO x", "h:627:627 [1] NCCL INFO x"),
+    ("(pid=627, ip=10.244.1.107) INFO 04-20 16:47:14 x", "INFO 04-20 16:47:14 x"),
+    ("(EngineCore_DP0 pid=2301) (RayWorkerWrapper pid=2981, ip=169.254.28.198) spark-3995:2981:3113 [0] NCCL INFO x",
+     "spark-3995:2981:3113 [0] NCCL INFO x"),
+    ("(VllmWorkerProcess pid=2157) x", "x"),
+    ("(VllmWorker rank=1 pid=4242) x", "x"),
+    ("(a note, pid=1) x", "x"),
+    ("(not a label) x", "(not a label) x"),
+    ("(pid=1)x", "(pid=1)x"),
 ])
 def test_launcher_labels(line, stripped):
     assert text.strip_launcher(line) == stripped
+
+
+@pytest.mark.parametrize("line, kept", [
+    ("(RayWorkerWrapper pid=660) h:660:660 [6] NCCL INFO Using network IB [repeated 14x across cluster]",
+     "h:660:660 [6] NCCL INFO Using network IB"),
+    ("(pid=627, ip=10.244.1.107) INFO x. [repeated 8x across cluster] (Ray deduplicates logs by default. Set "
+     "RAY_DEDUP_LOGS=0 to disable log deduplication, or see https://docs.ray.io/en/master/ray-observability/user-guides/"
+     "configure-logging.html#log-deduplication for more options.)", "INFO x."),
+    ("x [repeated 8x across cluster] and more", "x [repeated 8x across cluster] and more"),
+    ("x [repeated many times across cluster]", "x [repeated many times across cluster]"),
+])
+def test_rays_deduplication_note_is_not_part_of_the_line(line, kept):
+    """Issue 52: Ray ends a line that stands for several with ' [repeated Nx across cluster]'; a parser reading the
+    line's last word ('via NET/IB/0/GDRDMA', 'set by environment to SYS') read the note as part of it."""
+    assert text.launcher_lines(line) == [kept]
 
 
 @pytest.mark.parametrize("value, problem", [
