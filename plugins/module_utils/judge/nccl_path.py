@@ -68,6 +68,7 @@ def judge_nccl_debug(parsed, expected=None):
     nodes = parsed.get("nodes")
     network = parsed.get("network")
     wants_rdma = expected.get("rdma")
+    one_host = _one_host(parsed)
     if net is None:
         where = ("%d node(s)" % nodes) if nodes else "node count not shown"
         if wants_rdma and net_family(network) == "Socket" and nodes and nodes > 1:
@@ -79,11 +80,16 @@ def judge_nccl_debug(parsed, expected=None):
                     "no inter-node connection in this log (%s): the transport, the HCAs and GDR cannot be judged "
                     "from it; network %s" % (where, network or "not shown"),
                     _ev(parsed, "nodes", "network"))
-    elif nodes == 1 and net is not None:
+    elif nodes == 1:
         # GPUs of one node connected through the network: never called inter-node traffic (the intra-node check
         # below says what it means)
         _reason(reasons, "transport", None, "one node: no inter-node traffic; its GPUs connected through NET/%s "
                 "(judged as the intra-node path)" % net, _ev(parsed, "nodes"))
+    elif one_host:
+        _reason(reasons, "transport", None, "one host: no inter-node traffic; NCCL counted %s nodes, but every rank it "
+                "connected through NET/%s is a GPU of one process (%s, GPUs at bus IDs %s): judged as the intra-node "
+                "path" % (nodes if nodes else "several", net, one_host, ", ".join(_bus_ids(parsed))),
+                _ev(parsed, "nodes") + [_local_net(parsed)[0]["line"]])
     elif net == "Socket":
         if wants_rdma:
             _reason(reasons, "transport", False,
@@ -106,20 +112,52 @@ def judge_nccl_debug(parsed, expected=None):
             kinds = sorted(set(d.get("link_type") for d in parsed.get("ib_devices") or [] if d.get("link_type")))
             _reason(reasons, "transport", True, "inter-node traffic over NET/%s%s" % (
                 net, (" (%s)" % "/".join(kinds)) if kinds else ""), _ev(parsed, "net_connections", "ib_devices"))
-    if nodes != 1 or net is None:
+    if (nodes != 1 and not one_host) or net is None:
         _judge_hca(parsed, expected, reasons)
         _judge_gdr(parsed, expected, reasons)
     _judge_intra_node(parsed, expected, reasons)
     return {"passed": not any(r["ok"] is False for r in reasons), "reasons": reasons}
 
 
-def _p2p_off_cause(env):
-    """Why NCCL did not use peer-to-peer, in its own environment's words, else the usual causes."""
+def _one_host(parsed):
+    """'host:pid' when every NET connection of the log joins two GPUs of one process (parse_nccl_debug's
+    ``intra_process``): NCCL may count each of them as a node (nNodes 2 localRanks 1 with peer-to-peer and shared
+    memory off), but a socket between them never leaves the host. None otherwise."""
+    net = [c for c in parsed.get("connections") or [] if c.get("kind") == "NET"]
+    if not net or not all(c.get("intra_process") is True for c in net):
+        return None
+    processes = set((c.get("host"), c.get("pid")) for c in net)
+    return "%s:%s" % processes.pop() if len(processes) == 1 else None
+
+
+def _local_net(parsed):
+    """The NET connections between GPUs of one node: all of them in a one-node log, else those of one process."""
+    net = [c for c in parsed.get("connections") or [] if c.get("kind") == "NET"]
+    return net if parsed.get("nodes") == 1 else [c for c in net if c.get("intra_process") is True]
+
+
+def _bus_ids(parsed):
+    ids = []
+    for connection in _local_net(parsed):
+        for bus_id in connection.get("bus_ids") or []:
+            if bus_id not in ids:
+                ids.append(bus_id)
+    return ids
+
+
+def _p2p_off_cause(env, through_network=False):
+    """Why NCCL did not use peer-to-peer (and, when the GPUs of a node went through the network, not shared memory
+    either), in its own environment's words, else the usual causes."""
     env = env or {}
+    causes = []
     if str(env.get("NCCL_P2P_DISABLE", "")).strip() not in ("", "0"):
-        return "NCCL_P2P_DISABLE set by environment to %s" % env["NCCL_P2P_DISABLE"]
+        causes.append("NCCL_P2P_DISABLE set by environment to %s" % env["NCCL_P2P_DISABLE"])
     if str(env.get("NCCL_P2P_LEVEL", "")).strip().upper() in _P2P_OFF_LEVELS:
-        return "NCCL_P2P_LEVEL set by environment to %s" % env["NCCL_P2P_LEVEL"]
+        causes.append("NCCL_P2P_LEVEL set by environment to %s" % env["NCCL_P2P_LEVEL"])
+    if through_network and str(env.get("NCCL_SHM_DISABLE", "")).strip() not in ("", "0"):
+        causes.append("NCCL_SHM_DISABLE set by environment to %s" % env["NCCL_SHM_DISABLE"])
+    if causes:
+        return ", ".join(causes)
     return ("nothing in the environment turned it off: NCCL found no peer access between these GPUs (ACS on a PCIe "
             "switch, the IOMMU, or a VM without peer-to-peer; nvidia-smi topo -p2p r shows it)")
 
@@ -134,7 +172,7 @@ def _judge_intra_node(parsed, expected, reasons):
     connections = parsed.get("connections") or []
     p2p = [c for c in connections if c.get("kind") == "P2P"]
     shm = [c for c in connections if c.get("kind") == "SHM"]
-    local_net = [c for c in connections if c.get("kind") == "NET"] if parsed.get("nodes") == 1 else []
+    local_net = _local_net(parsed)
     around = shm + local_net
     if around:
         how = " and ".join(part for part in (
@@ -144,7 +182,8 @@ def _judge_intra_node(parsed, expected, reasons):
         if wants:
             _reason(reasons, "intra_node", False,
                     "GPUs joined by NVLink talk through %s, not peer-to-peer%s: %s" % (
-                        how, (" (%d peer-to-peer)" % len(p2p)) if p2p else "", _p2p_off_cause(parsed.get("env"))),
+                        how, (" (%d peer-to-peer)" % len(p2p)) if p2p else "",
+                        _p2p_off_cause(parsed.get("env"), through_network=bool(local_net))),
                     evidence)
         else:
             _reason(reasons, "intra_node", None, "GPUs of one node talk through %s; they are not joined by NVLink, so "
@@ -193,6 +232,38 @@ def _judge_hca(parsed, expected, reasons):
             source, ", ".join(used), wanted), _ev(parsed, "ib_devices", "ib_hca"))
 
 
+def _network_family(parsed):
+    """The family of the network NCCL used: its connections', else its 'Using network' line's, else the one family of
+    its GPU Direct RDMA lines."""
+    name = parsed.get("net") or parsed.get("network") or parsed.get("net_plugin")
+    if name:
+        return net_family(name)
+    families = set(net_family(e.get("plugin")) for e in parsed.get("gdr_hcas") or [])
+    return families.pop() if len(families) == 1 else None
+
+
+def _offered(parsed):
+    """The lines where the net plugin offered a GPUDirect RDMA registration path ('(DMABUF) enabled for HCA 0 ...')."""
+    return [e["line"] for e in parsed.get("gdr_hcas") or [] if e.get("checked_by_plugin") and e["enabled"]]
+
+
+def _offered_but_unused(parsed, plain):
+    """A log where the plugin offered DMA-BUF or peermem for the HCAs but NCCL connected without it: NCCL's own check
+    (NCCL_NET_GDR_LEVEL, the GPU-NIC distance, a GPU that does not support it) turned it down; the connections decide."""
+    offered = [e for e in parsed.get("gdr_hcas") or [] if e.get("checked_by_plugin") and e["enabled"]]
+    if not offered or not plain:
+        return ""
+    hcas = []
+    for entry in offered:
+        name = entry.get("hca") or "HCA %s" % entry.get("hca_index")
+        if name not in hcas:
+            hcas.append(name)
+    paths = sorted(set("DMA-BUF" if e.get("dmabuf") else "nvidia-peermem" for e in offered))
+    return ("; the net plugin offered it through %s for %s, but no NET connection uses it (no /GDRDMA): NCCL's own "
+            "check turned it down (NCCL_NET_GDR_LEVEL, the GPU-NIC distance, or a GPU without it)" % (
+                " and ".join(paths), ", ".join(hcas)))
+
+
 def _split_device(name):
     device, sep, port = (name or "").partition(":")
     return device, (int(port) if sep and port.isdigit() else None)
@@ -200,7 +271,8 @@ def _split_device(name):
 
 def _judge_gdr(parsed, expected, reasons):
     wanted = expected.get("gdr")
-    if wanted is None or parsed.get("net") == "Socket":
+    # over sockets GPUDirect RDMA is not the question (NCCL says 'Disabled' for every interface)
+    if wanted is None or _network_family(parsed) == "Socket":
         return
     gdr = parsed.get("gdr")
     disabled = [e["line"] for e in parsed.get("gdr_hcas") or [] if not e["enabled"]]
@@ -209,8 +281,9 @@ def _judge_gdr(parsed, expected, reasons):
     elif gdr is False and wanted:
         plain = [c["line"] for c in parsed.get("connections") or [] if c["kind"] == "NET" and not c["gdr"]]
         reasons_shown = sorted(set(e["reason"] for e in parsed.get("gdr_hcas") or [] if e.get("reason") and not e["enabled"]))
-        _reason(reasons, "gdr", False, "NCCL ran without GPUDirect RDMA%s although peermem/DMA-BUF is expected" % (
-            " (%s)" % ", ".join(reasons_shown) if reasons_shown else ""), disabled[:2] + plain[:1])
+        _reason(reasons, "gdr", False, "NCCL ran without GPUDirect RDMA%s although peermem/DMA-BUF is expected%s" % (
+            " (%s)" % ", ".join(reasons_shown) if reasons_shown else "", _offered_but_unused(parsed, plain)),
+            disabled[:2] + plain[:1] + _offered(parsed)[:1])
     elif gdr:
         # Which mechanism, in NCCL's own words: '(DMABUF) enabled for HCA' is DMA-BUF; 'Enabled for HCA' is the
         # peer-memory module, unless the same log says 'DMA-BUF is available on GPU device': an NCCL that old does not

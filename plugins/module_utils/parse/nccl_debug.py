@@ -4,9 +4,10 @@
 """What an NCCL_DEBUG=INFO log says about the network NCCL used, and NCCL_IB_HCA as NCCL reads it.
 
 ``parse_nccl_debug`` reads the log as it is found: alone, mixed with nccl-tests output, behind
-mpirun / srun / Ray labels, from NCCL 2.4 (``Ring 00 : 3 -> 10 [send] via NET/IB/0/GDRDMA``) to 2.28
+mpirun / srun / Ray / vLLM labels (common/text.py), from NCCL 2.4 (``Ring 00 : 3 -> 10 [send] via NET/IB/0/GDRDMA``) to 2.28
 (``Channel 00/0 : 1[1] -> 8[0] [receive] via NET/IB/0/GDRDMA``). ``parse_ib_hca`` and ``ib_hca_allows`` read an
-NCCL_IB_HCA value with NCCL's own rules. The verdict against what a node's profile expects is judge/nccl_path.py's.
+NCCL_IB_HCA value with NCCL's own rules. The lines about HCAs (NCCL 2.27's per-port lines, GPU Direct RDMA per HCA)
+are read in parse/nccl_debug_devices.py. The verdict against what a node's profile expects is judge/nccl_path.py's.
 
 Pure functions, standard library only, one pass over the lines: no regular expression here has two
 repetitions that can match the same characters.
@@ -19,6 +20,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug_devices as _devices
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug_devices import net_family
 
 # At most this many WARN lines and connections of one kind are kept with their text (a log of
 # thousands of ranks stays a report, not a copy of the log).
@@ -38,9 +41,11 @@ _CHANNELS_RE = re.compile(r"^([0-9]{1,5}) coll channels, (?:([0-9]{1,5}) collnet
                           r"([0-9]{1,5}) p2p channels, ([0-9]{1,5}) p2p channels per peer")
 _NNODES_RE = re.compile(r"\bnNodes ([0-9]{1,6})")
 _NRANKS_RE = re.compile(r"\bn[Rr]anks ([0-9]{1,7})")
+# Where a rank runs: 'ncclCommInitRank comm 0x.. rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 70 commId 0x.. - Init START',
+# 'comm 0x.. rank 0 nranks 4 cudaDev 0 busId 60 - Destroy COMPLETE' (the line's host:pid is the process)
+_RANK_PLACE_RE = re.compile(r"\brank ([0-9]{1,7}) nranks ([0-9]{1,7}) cudaDev [0-9]{1,4}(?: nvmlDev [0-9]{1,4})? "
+                            r"busId ([0-9a-fA-Fx]{1,16})")
 _ENV_RE = re.compile(r"^(?:[A-Za-z/ ]{1,20}: )?(NCCL_[A-Z0-9_]{1,60}) set (?:by environment )?to (.*)$")
-_GDR_HCA_RE = re.compile(r"^NET/([^:]{1,60}?) ?: GPU Direct RDMA (?:\((DMABUF)\) )?(Enabled|Disabled|enabled|disabled) for ")
-_GDR_TARGET_RE = re.compile(r"(?:GPU ([0-9a-fA-Fx\[\]]{1,24}) / )?HCA ([0-9]{1,3})(?: '([^']{1,64})')?(?: \(([^)]{0,80})\))?")
 _USING_RE = re.compile(r"^NET/([A-Za-z][A-Za-z0-9_ ]{0,40}?) ?: Using (.*)$")
 _DEVICE_RE = re.compile(r"\[([0-9]{1,3})\]([^\s\[\]:<]{1,64}):([0-9]{1,3})((?:/[A-Za-z]{1,8}){0,3})")
 _MERGED_RE = re.compile(r"\[([0-9]{1,3})\]=\{([^}]{0,2000})\}")
@@ -48,12 +53,6 @@ _MEMBER_RE = re.compile(r"\[([0-9]{1,3})\] ?([^\s\[\]:,]{1,64}):([0-9]{1,3})((?:
 _SOCKET_DEV_RE = re.compile(r"\[([0-9]{1,3})\]([^\s\[\]:]{1,64}):([^\s<]{0,64})")
 _TUNING_RE = re.compile(r"^([A-Za-z]{2,24}): ([0-9]{1,20}) Bytes -> Algo ([A-Za-z_]{1,24}) proto ([A-Za-z0-9_]{1,24})")
 _NET_INDEX_RE = re.compile(r"^([0-9]{1,3})(?:\(([0-9]{1,3})\))?$")
-# NCCL 2.27 and later print each HCA port they found on its own line, then the virtual devices they made:
-# 'NET/IB: [1] rocep1s0f1:uverbs1:1/RoCE provider=Mlx5 speed=200000 context=0x.. pciPath=/sys/.. ar=0',
-# 'NET/IB : Made virtual device [0] name=rocep1s0f1 speed=200000 ndevs=1'.
-_PHYSICAL_RE = re.compile(r"^NET/IB ?: \[([0-9]{1,3})\] ([^\s:\[\]]{1,64}):(uverbs[0-9]{1,4}):([0-9]{1,3})/([A-Za-z]{1,8})(.*)$")
-_VIRTUAL_RE = re.compile(r"^NET/IB ?: Made virtual device \[([0-9]{1,3})\] name=([^\s]{1,200})")
-_KEY_VALUE_RE = re.compile(r"\b([A-Za-z]{1,16})=([^\s]{1,300})")
 _DMABUF_RE = re.compile(r"^DMA-BUF is available on GPU device ([0-9]{1,3})")
 
 
@@ -125,19 +124,6 @@ def _transport_kind(transport):
         return "SHM"
     head = transport.split("/", 1)[0].split(" ", 1)[0]
     return head or None
-
-
-def net_family(name):
-    """A net plugin or transport name -> 'IB', 'Socket' or the name itself ('IBext_v8' is IB, 'FastSocket' a socket)."""
-    if not name:
-        return None
-    lowered = name.lower()
-    # 'IBext', 'IBext_v8' (SHARP plugin) and 'NCCL RDMA Plugin v10' drive the same verbs devices as NET/IB
-    if lowered.startswith("ib") or "rdma" in lowered:
-        return "IB"
-    if lowered in ("socket", "fastsocket"):
-        return "Socket"
-    return name
 
 
 def _parse_devices(rest, plugin):
@@ -228,7 +214,7 @@ def parse_nccl_debug(value):
             else:
                 continuing = -1
             continue
-        host, dummy_pid, dummy_device, kind, message = parts
+        host, pid, dummy_device, kind, message = parts
         result["nccl_lines"] += 1
         if host and host not in hosts:
             hosts.append(host)
@@ -238,7 +224,7 @@ def parse_nccl_debug(value):
                 result["warnings"].append(message)
                 continuing = 0
             continue
-        _info(result, host, message, line, device_lists, connections, counts, seen_connections,
+        _info(result, (host, pid), message, line, device_lists, connections, counts, seen_connections,
               algorithms, protocols)
     result["hosts"] = hosts
     if result["nodes"] is None and len(hosts) > 1:
@@ -248,7 +234,8 @@ def parse_nccl_debug(value):
     return result
 
 
-def _info(result, host, message, line, device_lists, connections, counts, seen, algorithms, protocols):
+def _info(result, where, message, line, device_lists, connections, counts, seen, algorithms, protocols):
+    host = where[0]
     evidence = result["evidence"]
     match = _CONNECTION_RE.match(message)
     if match:
@@ -256,7 +243,7 @@ def _info(result, host, message, line, device_lists, connections, counts, seen, 
         if not transport:
             return
         family = _transport_kind(transport)
-        connection = {"host": host, "channel": int(match.group(1)), "from_rank": int(match.group(3)),
+        connection = {"host": host, "pid": where[1], "channel": int(match.group(1)), "from_rank": int(match.group(3)),
                       "to_rank": int(match.group(4)), "direction": match.group(5), "transport": transport,
                       "kind": family, "net": None, "net_index": None, "gdr": None, "line": line}
         if family == "NET":
@@ -322,9 +309,12 @@ def _info(result, host, message, line, device_lists, connections, counts, seen, 
         _remember(evidence, "net_fallback", line)
         return
     if "GPU Direct RDMA" in message:
-        _gdr_line(result, host, message, line)
+        entry = _devices.gdr_entry(host, message, line)
+        if entry:
+            result["gdr_hcas"].append(entry)
+            _remember(evidence, "gdr_hcas", line)
         return
-    if _physical_line(result, host, message, device_lists):
+    if _devices.physical_line(result, host, message, device_lists):
         _remember(evidence, "ib_devices", line)
         return
     match = _USING_RE.match(message)
@@ -382,68 +372,53 @@ def _info(result, host, message, line, device_lists, connections, counts, seen, 
         ranks = int(match.group(1))
         if result["ranks"] is None or ranks > result["ranks"]:
             result["ranks"] = ranks
+    _place_rank(device_lists, where, message)
 
 
-def _gdr_line(result, host, message, line):
-    """'NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)', 'NET/IB : GPU Direct RDMA Enabled
-    for GPU 1a000 / HCA 0 (distance 2 <= 2), read 1', 'NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'x''."""
-    match = _GDR_HCA_RE.match(message)
-    if not match:
-        return
-    target = _GDR_TARGET_RE.search(message, match.end())
-    entry = {"host": host, "plugin": match.group(1).strip(), "enabled": match.group(3).lower() == "enabled",
-             "dmabuf": bool(match.group(2)), "hca_index": None, "hca": None, "gpu": None, "reason": None,
-             "line": line}
-    if target:
-        entry.update(gpu=target.group(1), hca_index=int(target.group(2)), hca=target.group(3),
-                     reason=target.group(4))
-    result["gdr_hcas"].append(entry)
-    _remember(result["evidence"], "gdr_hcas", line)
+def _place_rank(device_lists, where, message):
+    """Remember which process (host, pid) and GPU (bus ID) a rank of an nranks-rank communicator runs on."""
+    match = _RANK_PLACE_RE.search(message)
+    if match and where[1] is not None:
+        places = device_lists.setdefault(("rank-places", None), {})
+        seen_at = places.setdefault((int(match.group(2)), int(match.group(1))), [])
+        place = (where[0], where[1], match.group(3).lower())
+        if place not in seen_at and len(seen_at) < 4:
+            seen_at.append(place)
 
 
-def _physical_line(result, host, message, device_lists):
-    """Read NCCL 2.27's per-port line or its 'Made virtual device' line; True when it was one of them."""
-    match = _PHYSICAL_RE.match(message)
-    if match:
-        values = dict(_KEY_VALUE_RE.findall(match.group(6)))
-        speed = values.get("speed", "")
-        ports = device_lists.setdefault(("IB-physical", host), [])
-        if any(p["index"] == int(match.group(1)) for p in ports):
-            return True
-        ports.append({"index": int(match.group(1)), "device": match.group(2), "uverbs": match.group(3),
-                      "port": int(match.group(4)), "link_type": match.group(5), "provider": values.get("provider"),
-                      "speed_mbps": int(speed) if speed.isdigit() else None, "pci_path": values.get("pciPath"),
-                      "adaptive_routing": {"0": False, "1": True}.get(values.get("ar")), "host": host})
-        result["ib_device_found"] = True
-        return True
-    match = _VIRTUAL_RE.match(message)
-    if match:
-        device_lists.setdefault(("IB-virtual", host), {})[int(match.group(1))] = match.group(2)
-        return True
-    return False
+def _one_process(places, ranks_of, connection):
+    """True when both ranks of a connection are GPUs of the process that printed it (one process driving several GPUs,
+    as 'all_reduce_perf -g 2' does: its host:pid and the two bus IDs say so); False when the log places them on two
+    hosts; None when it cannot tell (a rank it never placed, or a rank number two communicators share)."""
+    local = (connection["host"], connection["pid"])
+    verdict = None
+    for nranks in sorted(ranks_of.get(connection["from_rank"], set()) & ranks_of.get(connection["to_rank"], set())):
+        first, second = places[(nranks, connection["from_rank"])], places[(nranks, connection["to_rank"])]
+        if len(first) != 1 or len(second) != 1:
+            return None
+        if first[0][0] != second[0][0]:
+            return False
+        if first[0][:2] != local or second[0][:2] != local or first[0][2] == second[0][2]:
+            return None
+        verdict = True
+        connection["bus_ids"] = [first[0][2], second[0][2]]
+    return verdict
 
 
-def _devices_from_ports(device_lists):
-    """Per host that printed NCCL 2.27's per-port lines but no 'NET/IB : Using' line (a log cut or filtered):
-    its IB devices, numbered as NCCL numbers them in connections (the virtual devices, else the order found)."""
-    for (family, host), ports in list(device_lists.items()):
-        if family != "IB-physical" or ("IB", host) in device_lists:
-            continue
-        virtual = device_lists.get(("IB-virtual", host)) or dict(enumerate(p["device"] for p in ports))
-        devices = []
-        for index, name in sorted(virtual.items()):
-            port = next((p for p in ports if p["device"] == name), None)
-            if port is None:
-                continue   # a merged device ('mlx5_0+mlx5_1') needs the Using line to name its members
-            devices.append({"index": index, "device": name, "port": port["port"],
-                            "name": "%s:%d" % (name, port["port"]), "address": None, "link_type": port["link_type"],
-                            "sharp": False, "members": [], "host": host})
-        device_lists[("IB", host)] = devices
+def _place_connections(connections, device_lists):
+    places = device_lists.pop(("rank-places", None), {})
+    ranks_of = {}
+    for nranks, rank in places:
+        ranks_of.setdefault(rank, set()).add(nranks)
+    for connection in connections:
+        if connection["kind"] == "NET":
+            connection["intra_process"] = _one_process(places, ranks_of, connection) if connection["pid"] else None
 
 
 def _finish(result, device_lists):
     """Decide net, net_devices and gdr from what the lines said."""
-    _devices_from_ports(device_lists)
+    _place_connections(result["connections"], device_lists)
+    _devices.devices_from_ports(device_lists)
     result["ib_physical_devices"] = [p for (family, dummy), ports in device_lists.items() if family == "IB-physical"
                                      for p in ports]
     ib_devices, socket_devices = [], []
@@ -489,8 +464,7 @@ def _finish(result, device_lists):
     if net_connections:
         result["gdr"] = any(c["gdr"] for c in net_connections)
     else:
-        states = [e["enabled"] for e in result["gdr_hcas"] if net_family(e["plugin"]) == "IB"]
-        result["gdr"] = (True if all(states) else False) if states else None
+        result["gdr"] = _devices.gdr_from_hcas(result["gdr_hcas"], result["network"] or result["net_plugin"])
 
 
 def _device_at(device_lists, family, host, index):

@@ -156,9 +156,12 @@ def test_gdr_lines_of_other_releases_and_plugins(message, expected):
     assert (entry["plugin"], entry["enabled"], entry["hca_index"], entry["hca"], entry["reason"]) == expected
 
 
-def test_socket_plugins_say_nothing_about_gdr():
+def test_sockets_have_no_gpudirect_rdma_and_the_judge_does_not_ask_for_it():
+    """Issue 52 (5): NCCL says 'Disabled' for every socket interface; that is GPUDirect RDMA off (it was None, 'not
+    shown'), and over sockets the judge does not ask for it."""
     result = nccl_debug.parse_nccl_debug("h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'")
-    assert result["gdr"] is None
+    assert result["gdr"] is False
+    assert reasons(nccl_path.judge_nccl_debug(result, {"gdr": True}), "gdr") == []
 
 
 def test_tuning_lines_and_the_algorithm_asked_for():
@@ -388,6 +391,10 @@ def test_100000_character_lines_take_linear_time():
         "env": context + "h:1:2 [0] NCCL INFO NCCL_IB_HCA set to " + "mlx5_1," * (n // 7),
         "version": "NCCL version " + "1." * (n // 2),
         "warns": "h:1:2 [0] NCCL WARN x\n" * (n // 20),
+        "rank_place": context + "h:1:2 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId " + "a" * n,
+        "gdr_quote": context + "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 '" + "a" * n,
+        "ports": context + "".join("h:1:2 [0] NCCL INFO NET/IB: [%d] mlx5_%d:uverbs%d:1/IB\n" % (i, i, i) for i in range(999)),
+        "ray_dedup": "(RayWorkerWrapper pid=1, ip=10.0.0.1) h:1:2 [0] NCCL INFO x" + " [repeated 2x across cluster]" * (n // 28),
     }
     collections = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "build", "collections"))
     try:

@@ -86,3 +86,50 @@ def test_p2p_must_be_a_boolean():
     from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug import NcclDebugError
     with pytest.raises(NcclDebugError, match="expected p2p must be true, false or null, got 'yes'"):
         judge_nccl_debug(_lines(), {"p2p": "yes"})
+
+
+# ----------------------------------------------------------------------------- one process, each GPU called a node
+
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "nccl_debug")
+ONE_PROCESS = "socket_one_process_p2p_shm_off_2.28.9_constructed.txt"
+
+
+def _fixture(name):
+    with open(os.path.join(FIXTURES, name), "rb") as handle:
+        return parse_nccl_debug(handle.read())
+
+
+def test_a_socket_between_the_gpus_of_one_process_is_intra_node_traffic():
+    """Issue 52: P2P and SHM off, 'all_reduce_perf -g 2' on a 2x H100 host; NCCL printed 'nNodes 2 localRanks 1' and
+    connected the GPUs over NET/Socket. Both ranks are one process (host:pid h100x2:4821) on two GPUs (bus IDs 18000,
+    2a000): the run was passed as 'inter-node traffic over sockets'; with NVLink expected it fails, naming both
+    variables. (Fixture in NCCL 2.28.9's layout, constructed: no public capture of this run was found.)"""
+    parsed = _fixture(ONE_PROCESS)
+    assert (parsed["nodes"], parsed["net"]) == (2, "Socket")
+    assert {(c["intra_process"], tuple(sorted(c["bus_ids"]))) for c in parsed["connections"]} == {(True, ("18000", "2a000"))}
+    verdict = judge_nccl_debug(parsed, {"p2p": True})
+    assert verdict["passed"] is False
+    (transport,) = [r for r in verdict["reasons"] if r["check"] == "transport"]
+    assert transport["ok"] is None and "inter-node traffic over sockets" not in transport["reason"]
+    assert transport["reason"] == (
+        "one host: no inter-node traffic; NCCL counted 2 nodes, but every rank it connected through NET/Socket is a GPU "
+        "of one process (h100x2:4821, GPUs at bus IDs 18000, 2a000): judged as the intra-node path")
+    (reason,) = _intra(verdict)
+    assert reason["ok"] is False
+    assert reason["reason"] == ("GPUs joined by NVLink talk through the network (NET/Socket/0: 8), not peer-to-peer: "
+                                "NCCL_P2P_DISABLE set by environment to 1, NCCL_SHM_DISABLE set by environment to 1")
+    assert reason["evidence"][0].endswith("[receive] via NET/Socket/0")
+
+
+def test_one_process_over_sockets_asks_nothing_of_rdma_hcas_or_gdr():
+    verdict = judge_nccl_debug(_fixture(ONE_PROCESS), {"rdma": True, "ib_hca": "mlx5", "gdr": True, "p2p": False})
+    assert [(r["check"], r["ok"]) for r in verdict["reasons"]] == [("transport", None), ("intra_node", None)]
+    assert verdict["passed"] is True
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(FIXTURES) if not n.endswith("_constructed.txt")))
+def test_no_real_multi_process_log_is_called_one_process(name):
+    """The ranks of a connection are one process only when that process placed both on two of its GPUs: a process that
+    is rank 1 of one communicator and rank 0 of another (vLLM's tensor and pipeline groups) is not."""
+    parsed = _fixture(name)
+    assert not any(c.get("intra_process") for c in parsed["connections"])
