@@ -113,8 +113,10 @@ def parse(text):
 
 # Bytes a second in one unit perftest prints. Its "MB/sec" was always 2^20 bytes (print_report_bw divides
 # by 0x100000 since 2013; the label became "MiB/sec" in 2024, linux-rdma/perftest PR 257, the number did
-# not change); only --report_gbits prints decimal units (10^9 bits). The MsgRate column agrees: bytes x
-# Mpps = the average in 2^20-byte units.
+# not change); only --report_gbits prints decimal units (10^9 bits). Every bandwidth test prints through the
+# same print_report_bw - ib_write_bw, ib_read_bw, ib_send_bw and ib_atomic_bw alike (an atomic moves 8 bytes
+# an operation) - so one table serves them all. The MsgRate column agrees: bytes x Mpps = the average in
+# 2^20-byte units (ib_atomic_bw over an SR-IOV VF: 8 B x 2.170493 Mpps = 16.56 MB/sec = 0.1389 Gb/s).
 _BYTES_PER_SECOND = {"MiB/sec": 1048576.0, "MB/sec": 1048576.0}
 
 
@@ -126,14 +128,20 @@ def bw_gbps(row):
     return value * _BYTES_PER_SECOND.get(row["unit"], 1048576.0) * 8 / 1e9
 
 
+def _gbps_text(value):
+    """Two decimals, or four significant figures below 1 Gb/s (an atomic test's 0.1389 is not 0.14: a floor of
+    0.139 it misses must not read as met)."""
+    return "%.2f" % value if value >= 1 else "%.4g" % value
+
+
 def check_thresholds(result, min_bw_gbps=None, max_lat_us=None):
     failures = []
     if not result.get("rows"):
         return ["no result rows%s" % (": " + "; ".join(result["errors"]) if result.get("errors") else "")]
     last = result["rows"][-1]
     if min_bw_gbps is not None and result["kind"] == "bandwidth" and bw_gbps(last) < float(min_bw_gbps):
-        failures.append("%s, %d B: average %.2f Gb/s, expected at least %g Gb/s"
-                        % (result["test"] or "bandwidth test", last["bytes"], bw_gbps(last), float(min_bw_gbps)))
+        failures.append("%s, %d B: average %s Gb/s, expected at least %g Gb/s"
+                        % (result["test"] or "bandwidth test", last["bytes"], _gbps_text(bw_gbps(last)), float(min_bw_gbps)))
     if max_lat_us is not None and result["kind"] == "latency" and last["t_typical_us"] > float(max_lat_us):
         failures.append("%s, %d B: typical latency %.2f us, expected at most %g us"
                         % (result["test"] or "latency test", last["bytes"], last["t_typical_us"], float(max_lat_us)))
