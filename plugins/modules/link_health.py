@@ -19,8 +19,11 @@ description:
     C(link_health) option does (the same code) - C(link_state), C(link_recommendation) (a transceiver's own advice
     other than "No issue was observed"), C(link_speed) and C(link_pcie) (trained below what both ends can do),
     C(link_fec), C(link_ber) (effective or raw bit error rate above its limit).
-  - A port mlxlink cannot read (not installed, refused, timed out) is finding C(link_unread) and is listed in
-    RV(unread); it is never taken for a healthy port.
+  - A port mlxlink cannot read (not installed, refused, timed out), or whose BER it prints as nan, inf or N/A or not
+    at all, is finding C(link_unread) and is listed in RV(unread); it is never taken for a healthy port.
+  - A node with no NVIDIA HCA to read (no C(mlx4_)/C(mlx5_) device in sysfs and none named) or without mlxlink is
+    "not run" - RV(not_run) says why, and a C(link_unread) finding for the node carries it - never an empty, healthy
+    looking result.
   - Discovery runs it when C(discovery_link_health) is set, and readiness shows its findings; the health monitor reads
     the same with its C(link_health) check, with the BER as metrics.
   - Read only; every command has a time limit and is killed with its children.
@@ -28,8 +31,9 @@ options:
   link_health:
     description:
       - V(true), or a mapping - C(tool) (mlxlink or a path to it), C(devices) (mlx5_N names, /dev/mst paths or PCI
-        addresses; default every NVIDIA HCA in sysfs), C(port) (1 or 2, default 1), C(max_effective_ber) (default
-        1e-12), C(max_raw_ber) (default 1e-5).
+        addresses; default every NVIDIA HCA in sysfs), C(port) (1, the default and the only port mlxlink reads on an
+        HCA - a dual-port card is two devices, C(mlx5_0) and C(mlx5_1), each read on its port 1; any other value is
+        refused), C(max_effective_ber) (default 1e-12), C(max_raw_ber) (default 1e-5).
     type: raw
     default: true
   sysfs_root:
@@ -75,6 +79,15 @@ unread:
   returned: always
   type: list
   elements: str
+not_run:
+  description: Why no link was read at all (no NVIDIA HCA on the node, mlxlink not installed); null when it ran.
+  returned: always
+  type: str
+  sample: "no NVIDIA HCA (an mlx4_ or mlx5_ RDMA device) on this node: no link was read"
+refused:
+  description: True when O(link_health) was refused (the message names the value); discovery stops on it.
+  returned: failed
+  type: bool
 """
 
 import os
@@ -99,12 +112,13 @@ def main():
         link_health.check_options(params["link_health"])
         runner = commands.Runner(commands.check_timeout(params["command_timeout"]))
     except (link_health.LinkHealthError, ValueError) as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), refused=True)
     host = params["node_name"] or os.uname()[1]
     unread = []
     result = node_checks.read_links(host, params["link_health"], runner, sysfs.read_rdma_devices(params["sysfs_root"]),
                                     unread)
-    module.exit_json(changed=False, findings=result["findings"], links=result["links"], unread=unread)
+    module.exit_json(changed=False, findings=result["findings"], links=result["links"], unread=unread,
+                     not_run=result["not_run"])
 
 
 if __name__ == "__main__":

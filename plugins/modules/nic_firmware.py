@@ -27,6 +27,8 @@ description:
   - Check mode changes nothing and shows the per-device diff; the query itself only reads.
   - Every command has a time limit and is killed with its children. A device the tool cannot read fails the module,
     naming it, and nothing is set; the first device whose set or reset fails stops the run, saying which.
+  - A node whose sysfs shows no NVIDIA card, with none named in O(devices), is "not run" - RV(not_run) says so, and
+    discovery's readiness shows it as C(nic_firmware_unread) - never an empty plan that looks like a card as wanted.
 options:
   profiles:
     description: The profiles to compare with.
@@ -110,6 +112,10 @@ applied:
   returned: always
   type: list
   elements: dict
+not_run:
+  description: Why nothing was compared (no NVIDIA card in sysfs and none named); null when the cards were queried.
+  returned: always
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -141,9 +147,10 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     devices = wanted["devices"] or nic_firmware.devices_from_sysfs(sysfs.read_rdma_devices(p["sysfs_root"]))
-    out = {"changed": False, "devices": devices, "plans": [], "text": "", "applied": []}
+    out = {"changed": False, "devices": devices, "plans": [], "text": "", "applied": [], "not_run": None}
     if not devices:
-        out["text"] = "no NVIDIA (Mellanox) card under %s/class/infiniband: nothing to compare\n" % p["sysfs_root"]
+        out["not_run"] = nic_firmware.no_card(p["sysfs_root"])
+        out["text"] = out["not_run"] + "\n"
         module.exit_json(**out)
     read = nic_firmware.read(runner, wanted, devices)
     if read["problems"]:

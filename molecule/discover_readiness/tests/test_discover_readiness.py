@@ -102,7 +102,7 @@ def test_nccl_env_writes_once_and_respects_check_mode(host):
 def test_discovery_keeps_what_mlxlink_read_in_the_record(host):
     """Issue 39: discovery_link_health ran the link_health module through the mlxlink stand-in."""
     links = _record(host)["link_health"]
-    assert links["error"] is None
+    assert links["error"] is None and links["not_run"] is None
     assert [(link["device"], link["speed"], link["recommendation"]) for link in links["links"]] == [
         ("mlx5_0/1", "IB-SDR", "Cable speed not enabled")]
 
@@ -116,7 +116,10 @@ def test_readiness_report_reached_the_controller():
     assert len(nodes) == 3  # one per Debian release
     for name, node in nodes.items():
         assert node["nccl"]["profile"] == "socket"
-        assert [(f["check"], f["target"]) for f in node["findings"]] == [("link_recommendation", name + "/mlx5_0/1")]
+        # The stand-in's capture has no counter section: mlxlink -c gave no BER, so the port is unread too (issue 53).
+        assert [(f["check"], f["target"]) for f in node["findings"]] == [
+            ("link_recommendation", name + "/mlx5_0/1"), ("link_unread", name + "/mlx5_0/1")]
         assert "Cable speed not enabled" in node["findings"][0]["detail"]
+        assert "mlxlink printed no BER" in node["findings"][1]["detail"]
     with open(os.path.join(report_dir, "readiness.md")) as handle:
         assert handle.read().startswith("# gpufabric.rdma readiness report\n\n**READY**")

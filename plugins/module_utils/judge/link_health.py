@@ -8,7 +8,9 @@ Pure: parsed readings in, findings out (common.findings). A link that trained be
 observed", BER above a threshold or rising between two readings, FEC off at a speed that needs it, a port not
 Active, link-down events that rose, and in iblinkinfo the "Could be" hint of a degraded link, a 1X link, and a link
 slower or narrower than the fabric's majority. Each finding names the HCA and port, or the switch, its port and
-the peer; a value mlxlink could not give (None) is never judged good or bad, only unknown.
+the peer; a value mlxlink could not give (None) is never judged good or bad, only unknown - and a BER it printed as
+nan, inf or N/A on a link that is up, or no BER at all where the counters were asked for, is ``link_unread``: a
+link whose error rate nobody read is not a healthy link.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -32,6 +34,14 @@ SPEED_ORDER = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR",
 # Speeds that run PAM4 lanes, where a link without FEC does not hold its error rate.
 NEEDS_FEC = ("HDR", "NDR", "XDR", "200G", "400G", "800G", "1600G")
 CABLE_FIX = "reseat or replace the cable or transceiver, check the switch port (mlxlink -m for the module)"
+NOT_RUN_FIX = ("check that the NVIDIA driver (mlx5_core) is loaded and the HCAs are in /sys/class/infiniband, or name "
+               "them in link_health devices; on a node without an NVIDIA HCA leave link_health off")
+# mlxlink reads an HCA through its PCI function: port 1 only ("Please Provide the Physical Device of Port 2", mstflint
+# mlxlink_commander.cpp, labelToHCALocalPort). A dual-port card is two devices (mlx5_0, mlx5_1), each with port 1.
+HCA_PORTS = (1,)
+BER_FIELDS = (("effective_ber", "effective BER"), ("raw_ber", "raw BER"))
+BER_UNREAD_FIX = ("read the port again (mlxlink -d <device> -c, as root); a BER mlxlink prints as nan or N/A on a link "
+                  "that is up points at the firmware or MFT: update them. Until it reads, this link's errors go unseen")
 KEYS = ("tool", "devices", "port", "max_effective_ber", "max_raw_ber")
 DEVICE_RE = re.compile(r"^(?:mlx[45]_[0-9]{1,3}|/dev/mst/[A-Za-z0-9_.:-]{1,64}|(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])$")
 
@@ -57,8 +67,10 @@ def check_options(given):
     if not isinstance(devices, list) or not all(isinstance(d, str) and DEVICE_RE.match(d) for d in devices):
         raise LinkHealthError("link_health devices must be mlx5_N names, /dev/mst paths or PCI addresses, got %r" % (devices,))
     port = given.get("port", 1)
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 2:
-        raise LinkHealthError("link_health port must be 1 or 2, got %r" % (port,))
+    if isinstance(port, bool) or not isinstance(port, int) or port not in HCA_PORTS:
+        raise LinkHealthError("link_health port must be 1, got %r: mlxlink reads an HCA port through its own device - "
+                              "a dual-port card is two devices (mlx5_0 and mlx5_1), each port 1; name the second one in "
+                              "devices" % (port,))
     limits = {}
     for key, default in (("max_effective_ber", MAX_EFFECTIVE_BER), ("max_raw_ber", MAX_RAW_BER)):
         value = given.get(key, default)
@@ -79,8 +91,26 @@ def _rank(name):
     return SPEED_ORDER.index(name) if name in SPEED_ORDER else -1
 
 
-def mlxlink_findings(host, devices, max_effective_ber=MAX_EFFECTIVE_BER, max_raw_ber=MAX_RAW_BER):
-    """parse_mlxlink's devices of one host -> findings, each naming host/device."""
+def ber_unread(target, dev, ber_expected=False):
+    """[link_unread] when the device's BER could not be read: mlxlink printed it as something other than a finite
+    number (nan, inf, N/A), or - ``ber_expected``, the counters were asked for (mlxlink -c) - printed no BER at all.
+    A link that is not Active is judged by its state instead."""
+    if dev.get("state") and dev["state"] != "Active":
+        return []
+    printed = dev.get("unread_values") or {}
+    bad = ["%s %r" % (what, printed[key]) for key, what in BER_FIELDS if key in printed]
+    if bad:
+        detail = "mlxlink printed %s: the bit error rate could not be read" % " and ".join(bad)
+    elif ber_expected and all(dev.get(key) is None for key, dummy in BER_FIELDS):
+        detail = "mlxlink printed no BER (no Effective or Raw Physical BER line) though its counters were asked for"
+    else:
+        return []
+    return [finding("link_unread", "warning", target, detail, BER_UNREAD_FIX)]
+
+
+def mlxlink_findings(host, devices, max_effective_ber=MAX_EFFECTIVE_BER, max_raw_ber=MAX_RAW_BER, ber_expected=False):
+    """parse_mlxlink's devices of one host -> findings, each naming host/device. ``ber_expected``: the text is of
+    ``mlxlink -c``, so a device without a BER is unread (ber_unread)."""
     found = []
     for index, dev in enumerate(devices):
         target = "%s/%s" % (host, dev.get("device") or "device %d" % index)
@@ -116,6 +146,7 @@ def mlxlink_findings(host, devices, max_effective_ber=MAX_EFFECTIVE_BER, max_raw
             value = dev.get(key)
             if value is not None and value > limit:
                 found.append(finding("link_ber", "warning", target, "%s %.1E above %.0E" % (what, value, limit), CABLE_FIX))
+        found += ber_unread(target, dev, ber_expected)
     return found
 
 

@@ -106,9 +106,9 @@ def node_findings(host, record, expected_gpu_count=None):
     if pcie.get("links") is not None:   # lspci -vvv as discovery read it: ACS on the GPUDirect path, links trained down
         found += pcie_path.findings(host, pcie, virtualized=virtual)
     firmware = record.get("nic_firmware")
-    if isinstance(firmware, dict):   # discovery compared the NIC firmware with the site's profiles
+    if isinstance(firmware, dict):   # discovery compared the NIC firmware with the site's profiles (or could not)
         found += nic_firmware.findings(host, firmware.get("plans") or [], firmware.get("profiles") or [],
-                                       [firmware["error"]] if firmware.get("error") else [])
+                                       [firmware[k] for k in ("error", "not_run") if firmware.get(k)])
     links = record.get("link_health")
     if isinstance(links, dict):   # discovery read each HCA port with mlxlink (the link_health module's findings)
         found += [dict(item) for item in links.get("findings") or [] if isinstance(item, dict)]

@@ -34,6 +34,13 @@ def devices_from_sysfs(rdma_devices):
     return sorted(cards.values())
 
 
+def no_card(sysfs_root="/sys"):
+    """Why nothing was compared on a node whose sysfs shows no NVIDIA (Mellanox) card and where none was named: the
+    module's and the health check's "not run" - never an empty, healthy-looking result."""
+    return "not run: no NVIDIA (Mellanox) card under %s/class/infiniband and none named in devices: nothing was " \
+           "compared" % sysfs_root.rstrip("/")
+
+
 def query(runner, tool, devices):
     """``<tool> -d <device> q`` for each device -> {devices: [parsed device, with 'queried'], problems: [text]}."""
     found, problems = [], []

@@ -152,7 +152,9 @@ def _firmware_findings(host, opts, runner, devices, unreadable):
     wanted = firmware_wanted.check_options(opts["nic_firmware"])
     addresses = wanted["devices"] or nic_firmware.devices_from_sysfs(devices)
     if not addresses:
-        return {"findings": [], "plans": []}
+        unreadable.append("NIC firmware settings: %s" % nic_firmware.no_card(opts["sysfs_root"]))
+        return {"findings": firmware_wanted.findings(host, [], wanted["profiles"], [nic_firmware.no_card(opts["sysfs_root"])]),
+                "plans": []}
     read = nic_firmware.read(runner, wanted, addresses)
     for problem in read["problems"]:
         unreadable.append("NIC firmware settings: %s" % problem)
@@ -166,12 +168,19 @@ LINK_FIELDS = ("state", "physical_state", "speed", "width", "fec", "recommendati
 
 def read_links(host, option, runner, devices, unreadable):
     """Each HCA port's physical layer (mlxlink -d <dev> -p <port> -c, parse/mlxlink.py, judge/link_health.py); a port
-    mlxlink could not read makes the report incomplete (link_unread), never a healthy port. ``option`` is the
-    ``link_health`` option (true or a mapping); the health check and the link_health module (discovery) share this."""
+    mlxlink could not read, or whose BER it could not give, makes the report incomplete (link_unread), never a healthy
+    port; so does a node with no NVIDIA HCA to read or no mlxlink ({not_run: why}). ``option`` is the ``link_health``
+    option (true or a mapping); the health check and the link_health module (discovery) share this."""
     wanted = link_health.check_options(option)
     names = wanted["devices"] or [d["name"] for d in devices if d.get("name", "").startswith(("mlx4_", "mlx5_"))]
     tool = runner.which(wanted["tool"])
     found, read = [], []
+    not_run = None if names else "no NVIDIA HCA (an mlx4_ or mlx5_ RDMA device) on this node: no link was read"
+    if not_run:
+        unreadable.append("mlxlink: %s" % not_run)
+        found.append(finding("link_unread", "warning", host, "not run: %s" % not_run, link_health.NOT_RUN_FIX))
+    elif not tool:
+        not_run = "%s is not installed: no link was read" % wanted["tool"]
     for name in names:
         label = "%s/%d" % (name, wanted["port"])
         if not tool:
@@ -195,8 +204,10 @@ def read_links(host, option, runner, devices, unreadable):
                                  "the link's physical layer could not be read: %s" % problem,
                                  "install MFT or mstflint's mlxlink and run the check as root; until then BER, FEC "
                                  "and the recommendation of this port go unseen"))
-    found += link_health.mlxlink_findings(host, read, wanted["max_effective_ber"], wanted["max_raw_ber"])
-    return {"findings": found, "links": [dict((k, d.get(k)) for k in ("device",) + LINK_FIELDS) for d in read]}
+    judged = link_health.mlxlink_findings(host, read, wanted["max_effective_ber"], wanted["max_raw_ber"], ber_expected=True)
+    unreadable += ["mlxlink %s: %s" % (f["target"].split("/", 1)[-1], f["detail"]) for f in judged if f["check"] == "link_unread"]
+    return {"findings": found + judged, "links": [dict((k, d.get(k)) for k in ("device",) + LINK_FIELDS) for d in read],
+            "not_run": not_run}
 
 
 def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None, dcgm_level=None):

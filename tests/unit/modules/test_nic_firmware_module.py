@@ -64,3 +64,16 @@ def test_readiness_puts_a_card_that_differs_under_its_sku(tmp_path):
     (found,) = [f for f in report["nodes"]["n1"]["findings"] if f["check"] == "nic_firmware_settings"]
     assert found["target"] == "n1/01:00.1" and "ROCE_CC_PRIO_MASK_P1 255 -> 8" in found["detail"]
     assert "  - warning nic_firmware_settings n1/01:00.1: 01:00.1 (ConnectX4LX)" in readiness.render_markdown(report)
+
+
+def test_a_node_without_an_nvidia_card_is_not_run_and_readiness_says_so(tmp_path):
+    """Issue 52: no NVIDIA card in sysfs and none named used to give an empty plan - nothing to say, READY; it is "not
+    run", with its own message, and readiness shows it as nic_firmware_unread."""
+    (tmp_path / "class" / "infiniband").mkdir(parents=True)
+    result = run_module(nic_firmware, {"profiles": ["roce_lossless"], "sysfs_root": str(tmp_path)})
+    assert result.get("failed") is not True and result["changed"] is False, result
+    why = "not run: no NVIDIA (Mellanox) card under %s/class/infiniband and none named in devices: nothing was compared" % tmp_path
+    assert result["not_run"] == why and result["plans"] == [] and result["text"] == why + "\n"
+    record = {"nic_firmware": {"profiles": ["roce_lossless"], "plans": [], "not_run": why, "error": None}}
+    (found,) = readiness.build_report({"cpu01": record})["nodes"]["cpu01"]["findings"]
+    assert (found["check"], found["target"]) == ("nic_firmware_unread", "cpu01/nic-firmware") and why in found["detail"]

@@ -198,8 +198,12 @@ def test_the_physical_layer_of_each_port_in_the_health_check(node, tmp_path):
                 kernel_log=fixture_path("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"), xid_ignore=[13, 109])
     tool = _mlxlink(tmp_path, "cx5_ib_sdr_cable_speed_not_enabled_bluebanquise.txt")
     result = _run(node, link_health={"tool": tool, "devices": ["mlx5_0"]}, node_name="gpu07", **base)
+    # The capture has no counter section: asked for with -c, no BER came back, so the port is also unread (issue 53).
     assert [(f["check"], f["target"], f["detail"]) for f in result["findings"]] == [
-        ("link_recommendation", "gpu07/mlx5_0/1", "mlxlink recommends: Cable speed not enabled (status opcode 25, PHY FW)")]
+        ("link_recommendation", "gpu07/mlx5_0/1", "mlxlink recommends: Cable speed not enabled (status opcode 25, PHY FW)"),
+        ("link_unread", "gpu07/mlx5_0/1",
+         "mlxlink printed no BER (no Effective or Raw Physical BER line) though its counters were asked for")]
+    assert result["complete"] is False
     assert (tmp_path / "mlxlink.calls").read_text() == "-d mlx5_0 -p 1 -c\n"
     (link,) = result["observed"]["links"]
     assert (link["device"], link["speed"], link["fec"], link["effective_ber"]) == ("mlx5_0/1", "IB-SDR", "No FEC", None)
@@ -210,3 +214,17 @@ def test_the_physical_layer_of_each_port_in_the_health_check(node, tmp_path):
     assert [f["check"] for f in missing["findings"]] == ["link_unread"] and missing["complete"] is False
     refused = _run(node, link_health={"max_raw_ber": "high"}, **base)
     assert refused["failed"] is True and refused["msg"] == "link_health max_raw_ber must be a positive number (1e-12), got 'high'"
+
+
+def test_link_and_firmware_checks_on_a_node_without_an_nvidia_hca_are_not_run(node):
+    """Issue 52: the healthy eRDMA node (no mlx4_/mlx5_ device) asked for link_health and nic_firmware used to come
+    back healthy and complete with nothing read; each check says it did not run, and the report is incomplete."""
+    result = _run(node, expected_gpu_count=8, expected_rdma_devices=1, expected_mtu=1500, require_peermem=True,
+                  kernel_log=fixture_path("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"), xid_ignore=[13, 109],
+                  link_health=True, nic_firmware={"profiles": ["roce_lossless"]}, node_name="gpu07")
+    assert result.get("failed") is not True, result
+    found = dict((f["check"], (f["target"], f["detail"])) for f in result["findings"])
+    assert found["link_unread"] == ("gpu07", "not run: no NVIDIA HCA (an mlx4_ or mlx5_ RDMA device) on this node: no link was read")
+    assert found["nic_firmware_unread"][1].startswith(
+        "the firmware settings could not be read: not run: no NVIDIA (Mellanox) card under ")
+    assert result["complete"] is False and result["healthy"] is False
