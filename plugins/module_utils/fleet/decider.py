@@ -8,12 +8,15 @@ The remediator service (roles/remediator/files/gpufabric_remediator.py) calls ``
 of node reports; the ``remediate`` module (playbooks/remediate.yml, AWX) calls it once for the whole
 inventory. Both take the same lock and read the same ledger, so there is one decider even when both run:
 
-1. lock the state directory; read the ledger and outbox (a damaged file is set aside);
+1. lock the state directory; read the ledger and outbox, and the second copy of the decision history (a damaged
+   file, or one not ours, is set aside);
 2. read the whole fleet and the clock from the scheduler (Slurm: `sinfo` with SLURM_TIME_FORMAT=%s and
    `sdiag`; Kubernetes: `kubectl get nodes -o json`); anything unreadable stops here - could not act;
-   without a ledger the limits are rebuilt from it first (ledger.rebuild: our drains are in its reasons);
-3. plan (pure; open intents reconciled with the scheduler first), save the ledger - the decisions as intents -
-   before anything is done (a full disk stops here);
+   without a ledger it is rebuilt first: the drains and resumes from the history copy, our drains in effect from the
+   scheduler (their reasons), and with no usable history every drain and resume held for one interval (ledger.rebuild);
+3. plan (pure; open intents reconciled with the scheduler first: a drain it took while the decider was down is told
+   now), save the ledger and its history copy - the decisions as intents - before anything is done (a full disk
+   stops here);
 4. carry out each drain and resume after reading the node again (a node someone else drained or resumed
    meanwhile is left alone; a failed one waits a backoff before it is tried again), confirm what the scheduler took,
    then queue the messages of what it answered (a failure once per episode) and save again.
@@ -32,7 +35,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (
     certificate, evidence, k8s_nodes, messages, outbox, remediation, slurm_nodes)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics as render_metrics
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
-    check_ledger, confirmed, empty_ledger, rebuild, rebuilt_text)
+    HISTORY_FILE, check_history, check_ledger, confirmed, empty_ledger, held_until, history_of, rebuild, rebuilt_text,
+    restore)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import is_ours
 
 
@@ -155,8 +159,8 @@ def check_state(data):
         raise ValueError("not an object")
     check_ledger(data.get("ledger"))
     outbox.check(data.get("outbox"))
-    if not isinstance(data.get("rebuild", False), bool):
-        raise ValueError("rebuild must be true or false")
+    if not isinstance(data.get("rebuild", False), bool) or not isinstance(data.get("lost", ""), str):
+        raise ValueError("rebuild must be true or false, and lost a text")
     failing = data.get("failing", {})
     if not isinstance(failing, dict) or not all(
             isinstance(e, dict) and all(isinstance(e.get(k), (int, float)) and not isinstance(e.get(k), bool)
@@ -171,6 +175,11 @@ def empty_state():
 
 def paths(state_dir):
     return os.path.join(state_dir, "decider.json"), os.path.join(state_dir, "decider.lock")
+
+
+def history_path(state_dir):
+    """The second copy of the decision history (ledger.history_of), beside the ledger."""
+    return os.path.join(state_dir, HISTORY_FILE)
 
 
 def default_name():
@@ -188,6 +197,12 @@ def merge_records(saved, annotated):
         for key in ("drains", "resumes"):
             merged[key] = sorted([e for e in mine.get(key) or [] if e.get("shadow")] + list(record.get(key) or []),
                                  key=lambda e: e.get("at", 0))
+        # A drain still open in our file that the Node's annotation holds: the patch went through and the decider
+        # died before it heard so. It stays an open intent, so reconcile confirms it and it is told.
+        intent = ([e for e in mine.get("drains") or [] if not e.get("shadow")] or [{}])[-1]
+        real = [e for e in merged["drains"] if not e.get("shadow")]
+        if intent.get("pending") and real and (real[-1].get("at"), real[-1].get("reason")) == (intent["at"], intent.get("reason")):
+            merged["drains"] = [dict(e, pending=True) if e is real[-1] else e for e in merged["drains"]]
         nodes[name] = merged
     return nodes
 
@@ -218,35 +233,27 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60, 
     try:
         with statefile.Lock(lock_path, lock_wait, create=act):
             state, warning = statefile.load_json(state_path, check_state, set_aside=act)
-            if warning:
-                log(warning)
-            # No state (deleted, set aside, or a first start): the limits are rebuilt from the scheduler, and until
-            # they are (a scheduler that cannot be read), nothing is drained or resumed - the mark is saved.
-            state = state or dict(empty_state(), rebuild=True)
+            history, history_warning = statefile.load_json(history_path(config["state_dir"]), check_history, set_aside=act)
+            for line in (warning, history_warning):
+                if line:
+                    log(line)
+            state = _lost(state, warning, history, history_warning)
             try:
                 fleet, now, records = scheduler.read()
             except CouldNotAct as exc:
                 return _could_not_act(state, state_path, config, reports, str(exc), clock(), log, act, warning)
-            ledger = state["ledger"]
-            if records is not None:  # Kubernetes: the real history lives on the Nodes
-                ledger = dict(ledger, nodes=merge_records(ledger["nodes"], records))
-            told = []
-            if state.get("rebuild"):
-                ledger = dict(ledger)
-                rebuilt = rebuild(ledger, fleet, now, settings["rate_limit"]["interval"], scheduler.kind)
-                log(rebuilt_text(rebuilt, scheduler.kind))
-                if rebuilt["drains_in_effect"]:
-                    told.append(_rebuilt_message(config, rebuilt, scheduler.kind))
-                state.pop("rebuild")
+            ledger, told = _ledger_to_plan(state, history, records, fleet, now, config, scheduler.kind, log)
             result = remediation.plan(reports, fleet, ledger, settings, now, decider_name, certificates)
+            _log_reconciled(result["reconciled"], scheduler.kind, log)
             if not act:
                 out_of_service(result, fleet)
                 return dict(result, error=None, warning=warning, now=now)
             state["ledger"] = result["ledger"]
             state["last_error"] = None
             failing = state.setdefault("failing", {})
-            try:  # the decisions are recorded before anything is done
-                statefile.save_json(state_path, state)
+            saved = _copied(history)
+            try:  # the decisions are recorded (the ledger and its second copy) before anything is done
+                saved = _save(config["state_dir"], state, now, saved)
             except statefile.StateError as exc:
                 return dict(result, error="%s: nothing was done (a decision that cannot be recorded is not carried out)"
                             % exc, warning=warning, now=now, decisions=[dict(d, action="none", error=str(exc))
@@ -267,13 +274,71 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60, 
             said = [d for d in result["decisions"] if not d.get("error") or d.get("new_failure")]
             _queue(state, config, told + remediation.messages(dict(result, decisions=said), scheduler.kind), now, log)
             try:
-                statefile.save_json(state_path, state)
+                _save(config["state_dir"], state, now, saved)
             except statefile.StateError as exc:
                 log("%s; what was done is not recorded as told" % exc)
             return dict(result, error=None, warning=warning, now=now)
     except statefile.StateError as exc:
         return {"decisions": [_none(node, str(exc)) for node in sorted(reports)], "error": str(exc),
                 "breaker": {"open": [], "opened": [], "closed": [], "shares": {}}, "warning": None, "now": None}
+
+
+def _ledger_to_plan(state, history, records, fleet, now, config, kind, log):
+    """(ledger, messages): the ledger the plan starts from - on Kubernetes with the Nodes' records merged in - and,
+    when it was lost, rebuilt (the drains and resumes from the history copy, if it is there) and told once."""
+    ledger = state["ledger"]
+    restored = None
+    if state.get("rebuild") and history is not None:   # the decisions already over, from the second copy
+        ledger = dict(ledger, nodes=dict(ledger["nodes"]))
+        restored = restore(ledger, history)
+    if records is not None:  # Kubernetes: the real history lives on the Nodes
+        ledger = dict(ledger, nodes=merge_records(ledger["nodes"], records))
+    if not state.pop("rebuild", False):
+        return ledger, []
+    ledger = dict(ledger)
+    rebuilt = rebuild(ledger, fleet, now, config["remediation"]["rate_limit"]["interval"], kind, restored,
+                      state.pop("lost", None))
+    log(rebuilt_text(rebuilt, kind))
+    if rebuilt["drains_in_effect"] or rebuilt["restored"] or held_until(rebuilt)["drain"]:
+        return ledger, [_rebuilt_message(config, rebuilt, kind)]
+    return ledger, []
+
+
+def _lost(state, warning, history, history_warning):
+    """The state to decide with: without one (deleted, set aside, or a first start) a new one marked to be rebuilt
+    before anything is drained or resumed - a mark saved even by a run that cannot read the scheduler - with why the
+    decision history is lost when it is known to be (the ledger or its copy set aside)."""
+    if state is None:
+        state = dict(empty_state(), rebuild=True)
+        if warning and history is None and not history_warning:
+            state["lost"] = "%s, and its second copy %s is missing" % (warning, HISTORY_FILE)
+    if state.get("rebuild") and history_warning:
+        state["lost"] = history_warning
+    return state
+
+
+def _copied(history):
+    """What a history copy holds, its time aside (a copy is written again only when this changed)."""
+    return dict((k, v) for k, v in history.items() if k != "saved_at") if history is not None else None
+
+
+def _save(state_dir, state, now, saved):
+    """Save the state, then the second copy of its decision history when that changed (most batches change no drain
+    or resume: one write, not two); returns what the copy holds. StateError when either cannot be written."""
+    statefile.save_json(paths(state_dir)[0], state)
+    second = history_of(state["ledger"], now)
+    if _copied(second) != saved:
+        statefile.save_json(history_path(state_dir), second)
+    return _copied(second)
+
+
+def _log_reconciled(reconciled, kind, log):
+    for entry in reconciled["confirmed"]:
+        log("%s: the drain of %s recorded before the decider stopped was taken (%s): confirmed, and told now"
+            % (kind, entry["node"], entry.get("reason")))
+    for node in reconciled["dropped"]:
+        log("%s: the drain of %s recorded before the decider stopped never reached the scheduler: dropped (it counts "
+            "toward no limit; the node's next report decides again)" % (kind, node))
 
 
 # A drain or resume that fails is tried again on a later report after this many seconds, doubling up to the last.
@@ -330,7 +395,12 @@ def metrics_text(config):
     base = {"cluster": config["cluster"]}
     samples = certificate.mttr_samples(state["ledger"])
     received = list((state.get("evidence") or {}).values())
+    held = held_until(state["ledger"].get("rebuilt"))
     return render_metrics.render([
+        render_metrics.family("gpufabric_remediation_held_until_timestamp_seconds", "gauge",
+                              "Until when (the scheduler's clock) every drain or resume is held: the decider's decision "
+                              "history was lost and could not be rebuilt (0: nothing held)",
+                              [(dict(base, action=action), until) for action, until in sorted(held.items())]),
         render_metrics.family("gpufabric_remediation_mttr_seconds", "gauge",
                               "Seconds from the drain of a node by gpufabric to its last resume (the decider's MTTR)",
                               [(dict(base, node=node, certified="true" if certified else "false"), seconds)
@@ -398,10 +468,16 @@ def out_of_service(result, fleet):
 
 
 def _rebuilt_message(config, rebuilt, scheduler):
+    held = held_until(rebuilt)["drain"]
+    if held:
+        action = "decision history lost: every drain and resume held for %d s" % (held - rebuilt["at"])
+    elif rebuilt["source"] == "history":
+        action = "decision history restored from its second copy (%d node record(s))" % rebuilt["restored"]
+    else:
+        action = "limits rebuilt from the scheduler (%d drain(s) of gpufabric in effect)" % rebuilt["drains_in_effect"]
     return {"node": config["name"] or default_name(), "check": "remediation", "target": "decider state",
-            "severity": "warning", "status": "rebuilt", "policy": None,
-            "detail": rebuilt_text(rebuilt, scheduler),
-            "action": "limits rebuilt from the scheduler (%d drain(s) of gpufabric in effect)" % rebuilt["drains_in_effect"]}
+            "severity": "critical" if held else "warning", "status": "rebuilt", "policy": None,
+            "detail": rebuilt_text(rebuilt, scheduler), "action": action}
 
 
 def _none(node, why):

@@ -4,16 +4,19 @@
 """The decider's ledger: what it remembers between runs (each node's drains with the findings recorded at
 the drain, its resumes, the cause it was last held back by; the open circuit breaker), checked when read back,
 reconciled with the scheduler (a drain recorded as an intent before the decider acts is confirmed or dropped),
-and rebuilt from the scheduler when it was lost.
+and rebuilt when it was lost: from its second copy, the decision history (HISTORY_FILE: every node's drains and
+resumes, written with the ledger), or, when that is lost too, from the scheduler with every drain and resume held
+for one interval.
 
-Pure functions, standard library only; decider.py keeps the ledger on disk (Slurm) or on each Node (Kubernetes,
-the LEDGER_ANNOTATION), remediation.plan reads and updates it.
+Pure functions, standard library only; decider.py keeps the ledger and its history on disk (Slurm) or on each Node
+(Kubernetes, the LEDGER_ANNOTATION), remediation.plan reads and updates it.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import math
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
@@ -22,6 +25,9 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import
 # The per-node ledger on Kubernetes (the API server holds it, so a one-shot AWX run sees it too).
 LEDGER_ANNOTATION = "gpufabric.io/remediation"
 LEDGER_VERSION = 1
+# The second copy of the decision history, beside the ledger in the decider's state directory.
+HISTORY_FILE = "decider.history.json"
+HISTORY_KIND = "gpufabric decider history"
 
 
 def empty_ledger():
@@ -41,11 +47,16 @@ def check_ledger(ledger):
         raise ValueError("breaker open must be a list of partition names")
     if not _number_or_none(breaker.get("since")):
         raise ValueError("breaker since must be a time")
-    rebuilt = ledger.get("rebuilt")
-    if rebuilt is not None and (not isinstance(rebuilt, dict) or rebuilt.get("at") is None
-                                or not all(_number_or_none(rebuilt.get(k)) for k in ("at", "resumes_from"))):
-        raise ValueError("rebuilt must be {at, resumes_from, ...} times")
+    _check_rebuilt(ledger.get("rebuilt"))
     return ledger
+
+
+def _check_rebuilt(rebuilt):
+    if rebuilt is not None and (not isinstance(rebuilt, dict) or rebuilt.get("at") is None
+                                or rebuilt.get("resumes_from") is None
+                                or not all(_number_or_none(rebuilt.get(k)) for k in ("at", "resumes_from", "drains_from", "restored"))
+                                or not all(isinstance(rebuilt.get(k), (str, type(None))) for k in ("why", "source"))):
+        raise ValueError("rebuilt must be {at, resumes_from, drains_from, ...} times and why a text")
 
 
 def _number_or_none(value):
@@ -98,33 +109,90 @@ def reconcile(ledger, fleet):
     return done
 
 
-def rebuild(ledger, fleet, now, interval, scheduler):
-    """The decider's state was lost (deleted, damaged, or never there): what the limits need, from the scheduler,
-    in place; returns ledger["rebuilt"] = {at, scheduler, drains_in_effect, recent_drains, resumes_from}.
+def history_of(ledger, saved_at):
+    """The ledger's second copy: every node's drains and resumes (open intents and shadow ones too: reconcile and
+    shadow mode read them as they read the ledger), and a hold a rebuild put on drains or resumes while it lasts."""
+    nodes = dict((name, {"drains": list(record.get("drains") or []), "resumes": list(record.get("resumes") or [])})
+                 for name, record in ledger["nodes"].items() if record.get("drains") or record.get("resumes"))
+    history = {"kind": HISTORY_KIND, "version": LEDGER_VERSION, "saved_at": saved_at, "nodes": nodes}
+    if any(held_until(ledger.get("rebuilt")).values()):
+        history["rebuilt"] = ledger["rebuilt"]
+    return history
+
+
+def held_until(rebuilt):
+    """{"drain": time, "resume": time}: until when a rebuild holds each (the scheduler's clock), 0 when it does not."""
+    rebuilt = rebuilt or {}
+    return dict((action, rebuilt[key] if (rebuilt.get(key) or 0) > rebuilt.get("at", 0) else 0)
+                for action, key in (("drain", "drains_from"), ("resume", "resumes_from")))
+
+
+def check_history(history):
+    """A decision history read back from disk, or ValueError when it is not ours (the caller sets it aside)."""
+    if not isinstance(history, dict) or history.get("kind") != HISTORY_KIND or history.get("version") != LEDGER_VERSION:
+        raise ValueError("not a version %d decision history of gpufabric's decider" % LEDGER_VERSION)
+    if not isinstance(history.get("nodes"), dict) or history.get("saved_at") is None or not _number_or_none(history["saved_at"]):
+        raise ValueError("nodes must be an object and saved_at a time")
+    for name, record in history["nodes"].items():
+        check_record(record, name)
+    _check_rebuilt(history.get("rebuilt"))
+    return history
+
+
+def restore(ledger, history):
+    """The drains and resumes of a decision history put back into a ledger that was lost (in place); a hold the
+    lost ledger still had stays. Returns how many nodes' records came back."""
+    for name, record in history["nodes"].items():
+        ledger["nodes"].setdefault(name, {}).update(copy.deepcopy(record))
+    if history.get("rebuilt"):
+        ledger["rebuilt"] = copy.deepcopy(history["rebuilt"])
+    return len(history["nodes"])
+
+
+def rebuild(ledger, fleet, now, interval, scheduler, restored=None, lost=None):
+    """The decider's ledger was lost (deleted, damaged, or never there): what the limits need, in place; returns
+    ledger["rebuilt"] = {at, scheduler, source, drains_in_effect, recent_drains, drains_from, resumes_from, why}.
 
     Our drains are recognisable in the scheduler itself (the reason starts with 'gpufabric:', its time is
     slurmctld's), and plan counts those in effect against max_nodes and max_percent from the fleet, ledger or no
-    ledger. What Slurm keeps no trace of is a resume: the resumes gpufabric made before the loss are unknown, so
-    while any drain of ours is in effect no resume is made for one interval (resumes_from); unknown is not a
-    budget left. Kubernetes keeps the whole record on each Node (annotations), so nothing is held there.
+    ledger. The drains and resumes already over are in the decision history only: ``restored`` says how many
+    nodes' records came back from it (restore), and then nothing is held. Without it, Slurm keeps no trace of them:
+    when the history was set aside or lost (``lost`` says why), or Slurm shows drains of ours the history should
+    hold, no drain and no resume is made for one interval (drains_from, resumes_from): unknown is not a budget left.
+    Only a decider with no file and no drain of its own anywhere - its first start - acts at once. Kubernetes keeps
+    the whole record on each Node (annotations), so nothing is held there.
     """
     ours = [name for name, entry in fleet.items() if entry.get("drained") and is_ours(entry.get("reason"))]
     recent = [name for name in ours if fleet[name].get("reason_time") is None
               or now - fleet[name]["reason_time"] <= interval]
-    held = bool(ours) and scheduler != "kubernetes"
-    ledger["rebuilt"] = {"at": now, "scheduler": scheduler, "drains_in_effect": len(ours),
-                         "recent_drains": len(recent), "resumes_from": now + interval if held else now}
+    why = None
+    if restored is None and scheduler != "kubernetes":
+        why = lost or ("no copy of the decision history (%s) was found, and %d node(s) drained by gpufabric show it "
+                       "ran before" % (HISTORY_FILE, len(ours)) if ours else None)
+    held = now + interval if why else now
+    previous = ledger.get("rebuilt") or {}   # a hold restored with the history runs to its end
+    ledger["rebuilt"] = {"at": now, "scheduler": scheduler, "source": "history" if restored is not None else scheduler,
+                         "restored": restored or 0, "drains_in_effect": len(ours), "recent_drains": len(recent),
+                         "drains_from": max(held, previous.get("drains_from") or now),
+                         "resumes_from": max(held, previous.get("resumes_from") or now),
+                         "why": why[:400] if why else previous.get("why")}
     return ledger["rebuilt"]
 
 
 def rebuilt_text(rebuilt, scheduler):
     """One line on a rebuild, for the log and the one message that tells it."""
     name = {"slurm": "Slurm", "kubernetes": "Kubernetes"}.get(scheduler, scheduler)
-    text = ("the decider's state was missing or set aside: its limits are rebuilt from %s: %d node(s) drained by "
-            "gpufabric, %d of them within the rate interval" % (name, rebuilt["drains_in_effect"], rebuilt["recent_drains"]))
-    if rebuilt["resumes_from"] > rebuilt["at"]:
-        text += ("; %s keeps no record of the resumes gpufabric made before, so none is made for %d s"
-                 % (name, rebuilt["resumes_from"] - rebuilt["at"]))
+    counted = "%d node(s) drained by gpufabric, %d of them within the rate interval" % (
+        rebuilt["drains_in_effect"], rebuilt["recent_drains"])
+    if rebuilt.get("source") == "history":
+        text = ("the decider's state was missing or set aside: its decision history was restored from its second copy "
+                "(%s): %d node record(s); %s shows %s" % (HISTORY_FILE, rebuilt.get("restored", 0), name, counted))
+    else:
+        text = "the decider's state was missing or set aside: its limits are rebuilt from %s: %s" % (name, counted)
+    held = max(held_until(rebuilt).values())
+    if held:
+        text += ("; its decision history could not be rebuilt (%s): the drains and resumes gpufabric made before are "
+                 "unknown, so every drain and resume is held for %d s" % (rebuilt.get("why") or "unknown", held - rebuilt["at"]))
     return text
 
 

@@ -45,7 +45,7 @@ def payload(cluster, host, event, kind, now, message_id=None):
 
 DECISION_TITLES = {"drained": "DRAINED", "resumed": "RESUMED", "held": "HELD BACK", "escalated": "ESCALATED",
                    "shadow": "SHADOW MODE", "could-not-act": "COULD NOT ACT", "breaker-open": "CIRCUIT BREAKER OPEN",
-                   "breaker-closed": "CIRCUIT BREAKER CLOSED"}
+                   "breaker-closed": "CIRCUIT BREAKER CLOSED", "rebuilt": "DECIDER STATE REBUILT"}
 DECIDER_SOURCE = "gpufabric.rdma.remediator"
 
 

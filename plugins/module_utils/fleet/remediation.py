@@ -115,6 +115,33 @@ def _maintenance(decision, keys, entry, shadow):
     return True
 
 
+def _reconciled(ledger, fleet):
+    """The ledger's open intents reconciled with the scheduler (in place): {"confirmed": [the drain entries the
+    scheduler took while the decider was not there to hear it, each with its node], "dropped": [node names]}.
+    A confirmed drain was never told (the decider tells a drain once the scheduler answered): messages tells it."""
+    done = reconcile(ledger, fleet)
+    return {"confirmed": [dict(ledger["nodes"][name]["drains"][-1], node=name) for name in done["confirmed"]],
+            "dropped": done["dropped"]}
+
+
+def _rebuilt_holds(ledger, now):
+    """(drains_from, resumes_from): before these times (the scheduler's clock) a ledger rebuilt without its history
+    makes no drain and no resume. Once both have passed the ledger holds every decision since and the mark goes."""
+    rebuilt = ledger.get("rebuilt")
+    if not rebuilt:
+        return now, now
+    drains_from, resumes_from = rebuilt.get("drains_from") or rebuilt["at"], rebuilt["resumes_from"]
+    if now >= max(drains_from, resumes_from):
+        del ledger["rebuilt"]
+    return drains_from, resumes_from
+
+
+def _drain_budget_unknown(rebuilt, now, interval):
+    return ("drain budget unknown: the decider's decision history could not be rebuilt (%s): the drains gpufabric made "
+            "in the last %d s are unknown, so none is made for %d s more" % (
+                rebuilt.get("why") or "unknown", interval, rebuilt["drains_from"] - now))
+
+
 def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", certificates=None):
     """Decide for every reported node at once.
 
@@ -135,7 +162,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
     a node drained for them, idle and in no other need: what remediate.yml changes), and for a resume certificate, mttr}.
     """
     ledger = copy.deepcopy(ledger) if ledger else empty_ledger()
-    reconcile(ledger, fleet)
+    reconciled = _reconciled(ledger, fleet)
     rules = settings["policy"]
     limits, breaker_cfg, escalation = settings["rate_limit"], settings["circuit_breaker"], settings["escalation"]
     shadow = settings["mode"] == "shadow"
@@ -180,10 +207,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
             continue
         _record(ledger, node)["certificate"] = certificate.record(cert, certify_cfg, now)
         taken[node] = "recorded"
-    rebuilt = ledger.get("rebuilt")
-    resumes_from = rebuilt["resumes_from"] if rebuilt else now
-    if rebuilt and now >= resumes_from:
-        del ledger["rebuilt"]   # one interval has passed: the ledger holds every resume since
+    drains_from, resumes_from = _rebuilt_holds(ledger, now)
     resumes_recent = sum(1 for record in ledger["nodes"].values()
                          for e in _counted(record.get("resumes") or [], shadow) if now - e.get("at", 0) <= interval)
 
@@ -255,8 +279,8 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
                 over = ("rate limit: %d of the %d node(s) of partition %s are drained by gpufabric, at most %s%% (%d)"
                         % (in_effect.get(part, 0), size[part], part, limits["max_percent"], allowed(part)))
                 break
-        if over:
-            decision.update(held=True, why=over)
+        if over or now < drains_from:
+            decision.update(held=True, why=over or _drain_budget_unknown(ledger["rebuilt"], now, interval))
             continue
         past = [e for e in _counted(record.get("drains") or [], shadow) if e.get("at", 0) >= history_from]
         escalated = len(past) + 1 > escalation["max_remediations"]
@@ -354,7 +378,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
         if (not record["drains"] and not record["resumes"] and not record.get("held")
                 and (record.get("unhealthy_at") is None or now - record["unhealthy_at"] > window)):
             del ledger["nodes"][name]
-    return {"decisions": decisions, "ledger": ledger, "breaker": breaker, "certificates": taken}
+    return {"decisions": decisions, "ledger": ledger, "breaker": breaker, "certificates": taken, "reconciled": reconciled}
 
 
 def summary(result):
@@ -374,8 +398,9 @@ def messages(result, scheduler):
     """What the decider tells the webhooks about one batch: [{status, node, check, target, severity, detail,
     action, policy}]. Drains, resumes, escalations and failures one each; nodes newly held back by the same
     cause in one message (a fleet-wide alarm is one message, not one per node); breaker changes one per
-    partition. Decisions that changed nothing are not told."""
-    out, held = [], {}
+    partition. Decisions that changed nothing are not told. A drain the scheduler took while the decider was down
+    (confirmed by reconcile after the restart) is told first, once."""
+    out, held = _confirmed_messages(result.get("reconciled") or {}, scheduler), {}
     for decision in result["decisions"]:
         check, target = _check_target(decision["findings"])
         base = {"node": decision["node"], "check": check, "target": target or decision["node"],
@@ -410,6 +435,24 @@ def messages(result, scheduler):
                     "detail": "partition %s is back under the breaker's share (%s%% unhealthy)" % (
                         part, result["breaker"]["shares"].get(part, 0)),
                     "action": "circuit breaker closed in partition %s: gpufabric acts there again" % part})
+    return out
+
+
+def _confirmed_messages(reconciled, scheduler):
+    """A drain the scheduler took while the decider died before it heard the answer, told once it is confirmed."""
+    out = []
+    for entry in reconciled.get("confirmed") or []:
+        check, target = _check_target(entry.get("findings") or [])
+        decision = {"node": entry["node"], "action": "drain", "reason": entry.get("reason"), "held": False,
+                    "shadow": False, "why": ""}
+        detail = ("confirmed after the decider restarted: %s %s %s (the drain was recorded, then the decider stopped "
+                  "before it heard the answer)" % ({"slurm": "slurmctld", "kubernetes": "the API server"}.get(
+                      scheduler, scheduler), "drained" if scheduler == "slurm" else "cordoned and tainted", entry["node"]))
+        if entry.get("evidence"):
+            detail += "; evidence: %s in the decider's evidence store, collected by the node now" % entry["evidence"]
+        out.append({"node": entry["node"], "check": check, "target": target or entry["node"], "severity": "critical",
+                    "status": "escalated" if entry.get("escalated") else "drained", "detail": detail,
+                    "action": decision_text(scheduler, decision), "policy": entry.get("policy")})
     return out
 
 

@@ -258,18 +258,18 @@ def test_a_fault_its_drain_and_its_resume_during_an_outage_are_all_delivered_aft
 KUBE_SERVER = os.path.join(ROOT, "tests", "lab", "kube-api-standin", "server.py")
 
 
-def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledger_on_the_node(tmp_path):
+@pytest.fixture
+def kube(tmp_path):
+    """The Kubernetes API stand-in over the Nodes given, and a decider's configuration for it."""
     import subprocess
     import sys
-    other = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-    (tmp_path / "nodes.json").write_text(json.dumps([
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n01", "resourceVersion": "5", "annotations": {}},
-         "spec": {"taints": [other]}},
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n02", "resourceVersion": "5"}, "spec": {}}]))
-    portfile = tmp_path / "port"
-    server = subprocess.Popen([sys.executable, KUBE_SERVER, str(tmp_path / "nodes.json"), str(tmp_path / "requests.jsonl"),
-                               str(portfile)])
-    try:
+    servers = []
+
+    def start(nodes, **extra):
+        (tmp_path / "nodes.json").write_text(json.dumps(nodes))
+        portfile = tmp_path / "port"
+        servers.append(subprocess.Popen([sys.executable, KUBE_SERVER, str(tmp_path / "nodes.json"),
+                                         str(tmp_path / "requests.jsonl"), str(portfile)]))
         for attempt in range(100):
             if portfile.exists() and portfile.read_text():
                 break
@@ -278,41 +278,82 @@ def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledge
             "server": "http://127.0.0.1:%s" % portfile.read_text()}}]}))
         state_dir = tmp_path / "decider"
         state_dir.mkdir()
-        config = decider_settings.check_config({
+        return decider_settings.check_config(dict({
             "cluster": "lab", "name": "decider@k8s", "state_dir": str(state_dir), "secret": SECRET, "remediation": {
                 "mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
                 "rate_limit": {"max_percent": 100}, "circuit_breaker": {"max_percent": 100},
                 "certification": {"required": False},
                 "kubernetes": {"enabled": True, "kubectl": os.path.join(STUBS, "fake_kubectl.py"),
-                               "kubeconfig": str(tmp_path / "kubeconfig")}}})
-        report = {"node": "n01", "findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0",
-                                               "detail": "Xid 79", "fix_hint": "-"}], "complete": True,
-                  "unreadable": [], "source": "timer"}
-        lines = []
-        result = decider.decide({"n01": protocol.check_report(report)}, config, time.time, lines.append)
-        assert result["decisions"][0]["done"] and result["decisions"][0]["out_of_service"], lines
-        node = json.loads((tmp_path / "nodes.json").read_text())[0]
-        assert node["spec"]["taints"] == [other, {"key": "gpufabric.io/unhealthy", "value": "gpu_xid",
-                                                  "effect": "NoSchedule"}]
-        ledger = json.loads(node["metadata"]["annotations"]["gpufabric.io/remediation"])
-        assert ledger["drains"][0]["by"] == "decider@k8s" and ledger["drains"][0]["findings"] == ["gpu_xid|n01/GPU 0"]
-        # Another controller adds its taint before the recovery: only ours goes.
-        stored = json.loads((tmp_path / "nodes.json").read_text())
-        stored[0]["spec"]["taints"].insert(0, {"key": "example.com/maint", "effect": "NoExecute"})
-        (tmp_path / "nodes.json").write_text(json.dumps(stored))
-        clean = dict(report, findings=[])
-        result = decider.decide({"n01": protocol.check_report(clean)}, config, time.time, lines.append)
-        assert result["decisions"][0]["action"] == "resume" and result["decisions"][0]["done"], lines
-        node = json.loads((tmp_path / "nodes.json").read_text())[0]
-        assert node["spec"]["taints"] == [{"key": "example.com/maint", "effect": "NoExecute"}, other]
-        assert node["spec"]["unschedulable"] is False
-        # A reply of another shape from kubectl is 'could not act', never a traceback.
-        (tmp_path / "nodes.json").write_text(json.dumps({"not": "a list"}))
-        result = decider.decide({"n01": protocol.check_report(clean)}, config, time.time, lines.append)
-        assert result["error"] and result["decisions"][0]["why"].startswith("could not act: kubectl get nodes")
-    finally:
+                               "kubeconfig": str(tmp_path / "kubeconfig")}}}, **extra))
+    yield start
+    for server in servers:
         server.terminate()
         server.wait()
+
+
+def test_on_kubernetes_the_decider_patches_only_what_is_ours_and_keeps_its_ledger_on_the_node(tmp_path, kube):
+    other = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    config = kube([
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n01", "resourceVersion": "5", "annotations": {}},
+         "spec": {"taints": [other]}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n02", "resourceVersion": "5"}, "spec": {}}])
+    report = {"node": "n01", "findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0",
+                                           "detail": "Xid 79", "fix_hint": "-"}], "complete": True,
+              "unreadable": [], "source": "timer"}
+    lines = []
+    result = decider.decide({"n01": protocol.check_report(report)}, config, time.time, lines.append)
+    assert result["decisions"][0]["done"] and result["decisions"][0]["out_of_service"], lines
+    node = json.loads((tmp_path / "nodes.json").read_text())[0]
+    assert node["spec"]["taints"] == [other, {"key": "gpufabric.io/unhealthy", "value": "gpu_xid",
+                                              "effect": "NoSchedule"}]
+    ledger = json.loads(node["metadata"]["annotations"]["gpufabric.io/remediation"])
+    assert ledger["drains"][0]["by"] == "decider@k8s" and ledger["drains"][0]["findings"] == ["gpu_xid|n01/GPU 0"]
+    # Another controller adds its taint before the recovery: only ours goes.
+    stored = json.loads((tmp_path / "nodes.json").read_text())
+    stored[0]["spec"]["taints"].insert(0, {"key": "example.com/maint", "effect": "NoExecute"})
+    (tmp_path / "nodes.json").write_text(json.dumps(stored))
+    clean = dict(report, findings=[])
+    result = decider.decide({"n01": protocol.check_report(clean)}, config, time.time, lines.append)
+    assert result["decisions"][0]["action"] == "resume" and result["decisions"][0]["done"], lines
+    node = json.loads((tmp_path / "nodes.json").read_text())[0]
+    assert node["spec"]["taints"] == [{"key": "example.com/maint", "effect": "NoExecute"}, other]
+    assert node["spec"]["unschedulable"] is False
+    # A reply of another shape from kubectl is 'could not act', never a traceback.
+    (tmp_path / "nodes.json").write_text(json.dumps({"not": "a list"}))
+    result = decider.decide({"n01": protocol.check_report(clean)}, config, time.time, lines.append)
+    assert result["error"] and result["decisions"][0]["why"].startswith("could not act: kubectl get nodes")
+
+
+def test_on_kubernetes_a_drain_patched_while_the_decider_died_is_told_after_the_restart(tmp_path, kube, monkeypatch):
+    """Issue 53 fault 5 on Kubernetes: the patch (cordon, taint, and the ledger annotation without its open mark) went
+    through and the decider died before it heard so. Before, the annotation's record replaced the open intent, so
+    nothing confirmed it and the cordon was never told; now the intent stays open, is confirmed, and told once."""
+    config = kube([{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n01", "resourceVersion": "5"}, "spec": {}},
+                   {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n02", "resourceVersion": "5"}, "spec": {}}],
+                  webhooks=[{"name": "events", "type": "generic", "url": "http://127.0.0.1:9/events"}])
+    report = {"node": "n01", "findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0",
+                                           "detail": "Xid 79", "fix_hint": "-"}], "complete": True,
+              "unreadable": [], "source": "timer"}
+    real_apply = decider.Kubernetes.apply
+
+    def killed(self, decision, record, now):
+        real_apply(self, decision, record, now)
+        raise SystemExit("killed")
+    monkeypatch.setattr(decider.Kubernetes, "apply", killed)
+    lines = []
+    with pytest.raises(SystemExit):
+        decider.decide({"n01": protocol.check_report(report)}, config, time.time, lines.append)
+    assert json.loads((tmp_path / "nodes.json").read_text())[0]["spec"]["unschedulable"] is True
+    monkeypatch.setattr(decider.Kubernetes, "apply", real_apply)
+    state_path, ignored = decider.paths(config["state_dir"])
+    for again in range(2):   # the next batches: told once
+        decider.decide({"n02": protocol.check_report(dict(report, node="n02", findings=[]))}, config, time.time,
+                       lines.append)
+        with open(state_path) as handle:
+            told = [m["body"] for m in json.load(handle)["outbox"].get("events", [])]
+        assert [(m["status"], m["host"]) for m in told] == [("drained", "n01")], told
+    assert told[0]["detail"].startswith("confirmed after the decider restarted: the API server cordoned and tainted n01 ")
+    assert any("the drain of n01 recorded before the decider stopped was taken" in line for line in lines), lines
 
 
 def test_a_json_patch_from_a_stale_read_fails_instead_of_removing_another_controllers_taint():

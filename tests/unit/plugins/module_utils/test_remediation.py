@@ -9,7 +9,8 @@ import pytest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import k8s_nodes, protocol, slurm_nodes
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation as r
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
-    LEDGER_ANNOTATION, check_ledger, check_record, empty_ledger, rebuild, reconcile)
+    LEDGER_ANNOTATION, check_history, check_ledger, check_record, empty_ledger, held_until, history_of, rebuild, reconcile,
+    restore)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import (
     CORDON_ANNOTATION, MAX_REASON, TAINT_KEY, PolicyError, action_for, check_config, check_policy, drain_reason,
     findings_from_reason, is_escalated)
@@ -306,24 +307,82 @@ def test_resumes_are_rate_limited_too():
 
 
 def test_a_rebuilt_ledger_counts_slurms_drains_and_holds_resumes_for_one_interval():
+    """No ledger and no history copy while Slurm shows a drain of ours: the decider ran before and what it did is
+    unknown, so every drain and resume waits one interval (a drain a known limit stops says that limit)."""
     config = settings(rate_limit={"max_nodes": 1, "max_percent": 100, "interval": 3600})
     drained = fleet("a", "b", "c", a=("gpufabric: gpu_xid a/GPU 0000:18:00", NOW - 600), c=("memory test", NOW - 60))
     ledger = empty_ledger()
     rebuilt = rebuild(ledger, drained, NOW, 3600, "slurm")
-    assert rebuilt == {"at": NOW, "scheduler": "slurm", "drains_in_effect": 1, "recent_drains": 1, "resumes_from": NOW + 3600}
+    assert rebuilt == {"at": NOW, "scheduler": "slurm", "source": "slurm", "restored": 0, "drains_in_effect": 1,
+                       "recent_drains": 1, "drains_from": NOW + 3600, "resumes_from": NOW + 3600,
+                       "why": "no copy of the decision history (decider.history.json) was found, and 1 node(s) drained "
+                              "by gpufabric show it ran before"}
     check_ledger(ledger)
     result = r.plan({"a": report("a"), "b": report("b", [dict(XID, target="b")])}, drained, ledger, config, NOW + 60)
     assert by_node(result)["a"]["held"] and by_node(result)["a"]["why"].startswith("resume budget unknown: ")
     assert by_node(result)["b"]["held"] and "rate limit: 1 node(s)" in by_node(result)["b"]["why"]
     later = r.plan({"a": report("a")}, drained, result["ledger"], config, NOW + 3600)
     assert by_node(later)["a"]["action"] == "resume" and "rebuilt" not in later["ledger"]
-    # Nothing of ours drained, or Kubernetes (the Nodes keep the whole record): nothing is held.
-    assert rebuild(empty_ledger(), fleet("a", "b", b=("memory test", NOW)), NOW, 3600, "slurm")["resumes_from"] == NOW
-    assert rebuild(empty_ledger(), drained, NOW, 3600, "kubernetes")["resumes_from"] == NOW
+    # Nothing of ours drained and no file set aside (a first start), or Kubernetes (the Nodes keep the whole
+    # record), or the history restored: nothing is held.
+    for args in ((fleet("a", "b", b=("memory test", NOW)), NOW, 3600, "slurm"), (drained, NOW, 3600, "kubernetes"),
+                 (drained, NOW, 3600, "slurm", 4)):
+        assert held_until(rebuild(empty_ledger(), *args)) == {"drain": 0, "resume": 0}, args
+    # A history set aside holds, whatever Slurm shows.
+    lost = rebuild(empty_ledger(), fleet("a"), NOW, 3600, "slurm", None, "decider.history.json could not be used")
+    assert held_until(lost) == {"drain": NOW + 3600, "resume": NOW + 3600} and lost["why"].startswith("decider.history")
     # A drain of ours whose time slurmctld does not show counts as recent: unknown is not old.
     assert rebuild(empty_ledger(), fleet("a", a=("gpufabric: x a", None)), NOW, 3600, "slurm")["recent_drains"] == 1
     with pytest.raises(ValueError):
         check_ledger(dict(empty_ledger(), rebuilt={"at": "yesterday"}))
+    with pytest.raises(ValueError):
+        check_ledger(dict(empty_ledger(), rebuilt=dict(rebuilt, why=["not", "a", "text"])))
+
+
+def test_a_history_copy_restores_the_drains_and_resumes_a_lost_ledger_had():
+    """The second copy holds every node's drains and resumes (and a hold still running); restored into an empty ledger
+    the plan counts a drain already resumed, so max_nodes holds after the ledger is lost."""
+    config = settings(rate_limit={"max_nodes": 1, "max_percent": 100, "interval": 3600})
+    first = r.plan({"a": report("a", [dict(XID, target="a")])}, fleet("a", "b"), None, config, NOW)
+    reason = by_node(first)["a"]["reason"]
+    back = r.plan({"a": report("a")}, fleet("a", "b", a=(reason, NOW)), first["ledger"], config, NOW + 60)
+    assert by_node(back)["a"]["action"] == "resume"
+    copy = json.loads(json.dumps(history_of(back["ledger"], NOW + 60)))
+    assert check_history(copy)["nodes"]["a"]["resumes"][0]["at"] == NOW + 60 and "rebuilt" not in copy
+    ledger = empty_ledger()
+    assert restore(ledger, copy) == 1
+    assert held_until(rebuild(ledger, fleet("a", "b"), NOW + 120, 3600, "slurm", 1)) == {"drain": 0, "resume": 0}
+    again = r.plan({"b": report("b", [dict(XID, target="b")])}, fleet("a", "b"), ledger, config, NOW + 120)
+    assert by_node(again)["b"]["held"] and by_node(again)["b"]["why"].startswith("rate limit: 1 node(s) of partition gpu")
+    for foreign in ({"hello": "another program"}, dict(copy, kind="something else"), dict(copy, nodes=[]),
+                    dict(copy, nodes={"a": {"drains": [{"at": "noon"}]}}), dict(copy, saved_at=float("nan"))):
+        with pytest.raises(ValueError):
+            check_history(foreign)
+
+
+def test_a_thousand_nodes_reporting_in_one_second_after_the_history_is_lost_are_held_in_one_message():
+    """Every node of a 1,000-node fleet reports a critical finding in the same second, just after the ledger and its
+    history copy were lost: none is drained (the drains of the last interval are unknown), the humans get one message
+    for all of them, and the plan stays fast."""
+    import time
+    names = ["n%04d" % i for i in range(1000)]
+    config = settings(rate_limit={"max_nodes": 5, "max_percent": 100, "interval": 3600})
+    ledger = empty_ledger()
+    rebuild(ledger, fleet(*names), NOW, 3600, "slurm", None, "decider.json could not be used (truncated)")
+    started = time.time()
+    result = r.plan(dict((n, report(n, [dict(XID, target=n + "/GPU 0")])) for n in names), fleet(*names), ledger,
+                    config, NOW + 1)
+    seconds = time.time() - started
+    assert r.summary(result) == {"drain": 0, "resume": 0, "held": 1000, "none": 0}
+    assert by_node(result)["n0000"]["why"] == (
+        "drain budget unknown: the decider's decision history could not be rebuilt (decider.json could not be used "
+        "(truncated)): the drains gpufabric made in the last 3600 s are unknown, so none is made for 3599 s more")
+    told = r.messages(result, "slurm")
+    assert [(m["status"], m["node"]) for m in told] == [("held", "1000 nodes")] and seconds < 5, seconds
+    # One interval later the ledger holds every drain since: max_nodes of them go.
+    later = r.plan(dict((n, report(n, [dict(XID, target=n + "/GPU 0")])) for n in names), fleet(*names),
+                   result["ledger"], config, NOW + 3600)
+    assert r.summary(later)["drain"] == 5 and "rebuilt" not in later["ledger"]
 
 
 def test_a_node_remediated_again_and_again_is_escalated_and_stays_out():
