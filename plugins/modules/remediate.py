@@ -65,7 +65,11 @@ options:
     type: dict
     default: {}
   state_dir:
-    description: The decider's directory (ledger, outbox, lock); created, and owned, when missing.
+    description:
+      - The decider's directory (ledger C(decider.json), outbox, lock); created, and owned, when missing.
+      - C(decider.history.json) beside the ledger is the second copy of its drains and resumes; a ledger deleted,
+        damaged or not ours is rebuilt from it. When the copy is lost too, every drain and resume is held for one
+        C(rate_limit.interval) and the decisions say why ("drain budget unknown", "resume budget unknown").
     type: path
     default: /var/lib/gpufabric-remediator
   name:

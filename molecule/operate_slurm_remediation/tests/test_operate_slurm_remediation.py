@@ -38,6 +38,7 @@ XID_63 = ("2026-11-23T18:00:00+00:00 {node} kernel: NVRM: Xid (PCI:0000:18:00): 
           "ECC page retirement recording event.")
 DECIDER_CONFIG = "/etc/gpufabric-remediator/config.json"
 LEDGER = "/var/lib/gpufabric-remediator/decider.json"
+HISTORY = "/var/lib/gpufabric-remediator/decider.history.json"   # the decision history's second copy
 SAVE = os.environ.get("GPUFABRIC_SAVE_SLURM_CAPTURES")  # a directory: keep the real outputs as fixtures
 
 with open(os.path.join(SCENARIO, "decider-settings.json")) as handle:
@@ -102,15 +103,16 @@ def drained(host):
 
 
 def set_decider(host, **settings):
-    """Give the decider other settings (or the scenario's own with none), forget its ledger, restart it."""
+    """Give the decider other settings (or the scenario's own with none), forget its ledger and the ledger's second
+    copy (with no drain of gpufabric in Slurm, a first start), restart it."""
     config = json.loads(host.check_output("cat %s", DECIDER_CONFIG))
     wanted = dict(BASE_SETTINGS, **settings)
     config["remediation"] = wanted
     data = base64.b64encode(json.dumps(config).encode()).decode()
     # reset-failed: the tests restart it more often than systemd's start limit allows by default
-    host.check_output("systemctl stop gpufabric-remediator && rm -f %s && echo %s | base64 -d > %s && "
+    host.check_output("systemctl stop gpufabric-remediator && rm -f %s %s && echo %s | base64 -d > %s && "
                       "systemctl reset-failed gpufabric-remediator; systemctl start gpufabric-remediator",
-                      LEDGER, data, DECIDER_CONFIG)
+                      LEDGER, HISTORY, data, DECIDER_CONFIG)
     wait_for_decider(host)
 
 
@@ -528,9 +530,10 @@ def test_a_decider_killed_between_its_intent_and_scontrol_drains_the_node_after_
     assert "held back" not in out
 
 
-def test_a_deleted_state_file_is_rebuilt_from_slurm(host):
-    """Before, a deleted decider.json started afresh. Now our drain in slurmctld counts against max_nodes 1, and the
-    cleared node is not resumed for one interval: Slurm keeps no record of the resumes made before."""
+def test_a_deleted_state_file_is_rebuilt_from_its_history_copy_or_from_slurm(host):
+    """Before, a deleted decider.json started afresh. Now its second copy (decider.history.json) gives back every drain
+    and resume: our drain counts against max_nodes 1. With the copy deleted too, Slurm's drain of ours shows the
+    decider ran before, and the drains and resumes already over are unknown: none is made for one interval."""
     since = host.check_output("date +%s")
     fault(NODES[0])
     healthcheck(NODES[0])
@@ -539,11 +542,14 @@ def test_a_deleted_state_file_is_rebuilt_from_slurm(host):
     fault(NODES[1])
     out = healthcheck(NODES[1])
     assert drained(host) == [NODES[0]] and "rate limit: 1 node(s) of partition gpu already drained" in out, out
+    host.check_output("rm %s %s", LEDGER, HISTORY)
     fault(NODES[0], False)
     out = healthcheck(NODES[0])
     assert drained(host) == [NODES[0]] and "resume budget unknown" in out, out
     journal = host.check_output("journalctl -u gpufabric-remediator --no-pager -o cat --since @%s", since)
-    assert "its limits are rebuilt from Slurm: 1 node(s) drained by gpufabric, 1 of them within the rate interval" in journal
+    assert "its decision history was restored from its second copy (decider.history.json): 1 node record(s)" in journal
+    assert ("its limits are rebuilt from Slurm: 1 node(s) drained by gpufabric, 1 of them within the rate interval; its "
+            "decision history could not be rebuilt" in journal), journal
 
 
 def test_an_update_slurmctld_refuses_is_could_not_drain_once_and_never_drained(host):
