@@ -3,16 +3,18 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the RDMA/NVLink tools operators run by hand and NCCL_DEBUG=INFO logs (thin wrappers
 over the readers in module_utils/parse/ - ibstat.py, ibdev2netdev.py, show_gids.py, rdma_link.py, eadm.py,
-nvlink.py, nccl_debug.py, dcgm.py, mlxconfig.py, mlxlink.py, iblinkinfo.py - and module_utils/judge/port_traffic.py,
-module_utils/judge/nccl_path.py and module_utils/judge/link_health.py)."""
+nvlink.py, nccl_debug.py, dcgm.py, mlxconfig.py, mlxlink.py, iblinkinfo.py, nvidia_imex.py - and module_utils/judge/port_traffic.py,
+module_utils/judge/nccl_path.py, module_utils/judge/link_health.py, module_utils/judge/nvlink_fabric.py and
+module_utils/judge/imex.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health, nccl_path, port_traffic
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import imex, link_health, nccl_path, nvlink_fabric, port_traffic
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import (
-    dcgm, eadm, ibdev2netdev, iblinkinfo, ibstat, mlxconfig, mlxlink, nccl_debug, nccl_ras, nvlink, rdma_link, show_gids)
+    dcgm, eadm, ibdev2netdev, iblinkinfo, ibstat, mlxconfig, mlxlink, nccl_debug, nccl_ras, nvidia_imex, nvidia_smi_fabric,
+    nvlink, rdma_link, show_gids)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import cabling
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, expect_list_of_mappings, fail, filters, number_or_none)
@@ -131,6 +133,40 @@ def nvlink_findings(status, errors_after=None, errors_before=None):
     return found
 
 
+def nvlink_fabric_findings(value, expected=None, status=None, errors_after=None, errors_before=None):
+    if isinstance(value, TEXT) or (isinstance(value, Mapping) and "stdout" in value):
+        value = nvidia_smi_fabric.parse_nvidia_smi_fabric(_text(value, "nvlink_fabric_findings"))
+    expect("nvlink_fabric_findings", value, (Mapping,), "parse_nvidia_smi_fabric's result or nvidia-smi -q (-x) output")
+    if expected is not None:
+        expect("nvlink_fabric_findings", expected, (Mapping,), "expected as a mapping (domain, links, link_gbps)")
+    status = None if status is None else _nvlink("nvlink_fabric_findings", status, nvlink.parse_nvlink_status)
+    after = None if errors_after is None else _nvlink("nvlink_fabric_findings", errors_after, nvlink.parse_nvlink_errors)
+    before = None if errors_before is None else _nvlink("nvlink_fabric_findings", errors_before, nvlink.parse_nvlink_errors)
+    if before is not None and after is None:
+        fail("nvlink_fabric_findings", "errors_before needs errors_after, the later nvidia-smi nvlink -e reading")
+    return nvlink_fabric.nvlink_fabric_findings(dict(value), dict(expected) if expected is not None else None,
+                                                status=status, errors_before=before, errors_after=after)
+
+
+def _imex(name, value):
+    if isinstance(value, Mapping) and "nodes" in value and "stdout" not in value:
+        return dict(value)     # -N -j output already loaded by from_json, or parse_nvidia_imex_ctl's result
+    return _text(value, name)
+
+
+def parse_nvidia_imex_ctl(value):
+    return nvidia_imex.parse_nvidia_imex_ctl(_imex("parse_nvidia_imex_ctl", value))
+
+
+def imex_findings(value, expected_nodes=None):
+    if not (isinstance(value, Mapping) and isinstance(value.get("nodes"), list) and "domain_state" in value):
+        value = nvidia_imex.parse_nvidia_imex_ctl(_imex("imex_findings", value))   # the output, not yet read
+    if isinstance(expected_nodes, TEXT):
+        fail("imex_findings", "expected_nodes must be a list of the domain's node names or addresses, or their number, "
+             "got the string %r (a list such as [%r] is read)" % (expected_nodes[:60], expected_nodes[:60]))
+    return imex.imex_findings(value, list(expected_nodes) if isinstance(expected_nodes, (list, tuple)) else expected_nodes)
+
+
 def port_counter_deltas(before, after, gpu_for_port=None, low_fraction=0.1):
     expect("port_counter_deltas", before, (Mapping,), "the counters before the run ({port: {counter: value}})")
     expect("port_counter_deltas", after, (Mapping,), "the counters after the run as the second argument")
@@ -162,4 +198,6 @@ class FilterModule(object):
             "parse_nccl_ras": parse_nccl_ras,
             "roce_v2_gid_index": roce_v2_gid_index, "show_gids_cross_check": show_gids_cross_check,
             "nvlink_findings": nvlink_findings, "port_counter_deltas": port_counter_deltas,
+            "nvlink_fabric_findings": nvlink_fabric_findings, "parse_nvidia_imex_ctl": parse_nvidia_imex_ctl,
+            "imex_findings": imex_findings,
         })
