@@ -22,10 +22,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
-import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nvlink as _nvlink
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_smi_fabric import UUID_RE as _UUID_RE, ZERO_UUID as _ZERO_UUID
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
 
 # NVLinks per GPU and the GB/s a link that `nvidia-smi nvlink --status` prints (the signalling rate, not the data rate
@@ -36,14 +36,11 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common i
 SKUS = (("GB300", 18, 53.125, False), ("GB200", 18, 53.125, False), ("H100 PCIe", 12, None, True),
         ("H100 80GB HBM3", 18, 26.562, False), ("A100-SXM4", 12, 25.0, False))
 EXPECTED_KEYS = ("domain", "links", "link_gbps")
-_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _NOMINAL = {"bandwidth": ("Full",), "route_recovery_in_progress": ("False",), "route_unhealthy": ("False",),
             "access_timeout_recovery": ("False",), "incorrect_configuration": ("None",)}
 _ROW_NAMES = {"bandwidth": "Bandwidth", "route_recovery_in_progress": "Route Recovery in progress",
               "route_unhealthy": "Route Unhealthy", "access_timeout_recovery": "Access Timeout Recovery",
               "incorrect_configuration": "Incorrect Configuration"}
-_ROW_KEYS = dict((name, key) for key, name in _ROW_NAMES.items())
 _FABRIC_FIX = ("check the NVLink switch trays and NVIDIA's fabric management for this tray (nmx-c / NMX-M, the "
                "fabric manager on HGX), then reset the GPUs or reboot the node; drain it meanwhile")
 
@@ -118,7 +115,7 @@ def _health(gpu):
     health = gpu.get("health") or {}
     summary = health.get("summary") or gpu.get("health_summary")
     printed = [(_ROW_NAMES[key], health[key]) for key in _ROW_NAMES if health.get(key) is not None]
-    odd = [(name, value) for name, value in printed if value not in _NOMINAL[_ROW_KEYS[name]]]
+    odd = [(_ROW_NAMES[key], health[key]) for key in _ROW_NAMES if health.get(key) not in (None,) + _NOMINAL[key]]
     if summary == "Healthy" or (summary is None and not odd):
         return None
     where = _where(gpu)

@@ -19,8 +19,10 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_nam
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 
 
-_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+# The cluster UUID of a GPU whose NVLink ends at its node (HGX boards) or that has no domain yet; what a UUID looks like.
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+_ZERO_UUID = ZERO_UUID
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _GPU_LINE_RE = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 _KV_LINE_RE = re.compile(r"^( *)([A-Za-z][A-Za-z0-9 ()/_.-]{0,60}?)\s*:\s?(.*)$")
 _NUMBER_RE = re.compile(r"^[0-9]{1,10}\Z")
@@ -139,9 +141,9 @@ def _fabric_problem(fabric, record):
     if record["status"] != "Success":
         return "fabric Status is %s" % record["status"]
     uuid = (record["cluster_uuid"] or "").lower()
-    if not _UUID_RE.match(uuid):
+    if not UUID_RE.match(uuid):
         return "ClusterUUID %r is not a UUID" % short(record["cluster_uuid"] or "")
-    if uuid == _ZERO_UUID:
+    if uuid == ZERO_UUID:
         return ("ClusterUUID is all zeros: NVLink ends at this node (NVSwitch inside the node, no multi-node NVLink)")
     if not record["clique_id"] or not re.match(r"^[0-9]{1,10}\Z", record["clique_id"]):
         return "CliqueId %r is not a number" % short(record["clique_id"] or "")
