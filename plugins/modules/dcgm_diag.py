@@ -22,7 +22,10 @@ description:
     that could not run never passes a node and never condemns one.
   - Level 1 takes seconds, level 2 about two minutes, level 3 about half an hour, level 4 one to two hours, and levels
     2 and up load the GPUs - run them on a node that is out of service (drained) or before it enters service.
-  - In check mode nothing runs (C(status) C(not run), saying so), as the diagnostic stresses the GPUs.
+  - A run is a pass only when it covered the node - a result for every GPU it has (O(expected_gpus)) or that
+    O(gpu_ids) asked for, every result readable - and dcgmi exited 0; otherwise it is C(not run), naming the gap
+    (an exit status that is not 0 after a table with a failing test is that failure).
+  - In check mode nothing runs (C(status) C(not run), C(planned) true, saying so), as the diagnostic stresses the GPUs.
 options:
   level:
     description: The diagnostic level, 1 to 4.
@@ -35,7 +38,14 @@ options:
     default: []
   timeout:
     description:
-      - Seconds the run may take before it is killed (1 to 21600); default by level (300, 1200, 5400, 14400).
+      - Seconds the run, and the reading of what it printed, may take before it is killed (1 to 21600); default by
+        level (300, 1200, 5400, 14400).
+    type: int
+  expected_gpus:
+    description:
+      - How many GPUs the node has (its record, for example C(health_monitor_checks.expected_gpu_count), or
+        C(gpufabric_expected_gpu_count)). A run that gave results for fewer is not a pass (C(not run), naming the GPUs
+        it tested). Unset, the run is judged on the GPUs DCGM saw.
     type: int
   dcgmi_path:
     description: Path of C(dcgmi); default the one on C(PATH).
@@ -111,6 +121,19 @@ timeout:
   description: The time limit the run had (seconds), the level's unless O(timeout) set one.
   returned: always
   type: int
+gpus:
+  description: The GPUs the run gave a result for.
+  returned: always
+  type: list
+  elements: int
+expected_gpus:
+  description: O(expected_gpus), as the run was judged against it.
+  returned: always
+  type: int
+planned:
+  description: True in check mode, where nothing ran by design (a plan, neither a pass nor a failure).
+  returned: always
+  type: bool
 seconds:
   description: How long it ran.
   returned: always
@@ -157,7 +180,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(level=dict(type="int", required=True), gpu_ids=dict(type="list", elements="int", default=[]),
                            timeout=dict(type="int"), dcgmi_path=dict(type="path"), hostengine=dict(type="str"),
-                           parameters=dict(type="dict", default={})),
+                           parameters=dict(type="dict", default={}), expected_gpus=dict(type="int")),
         supports_check_mode=True,
     )
     try:
@@ -169,11 +192,14 @@ def main():
         check_seconds(timeout, "timeout", 1, dcgm_diag.MAX_TIMEOUT)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
+    expected = module.params["expected_gpus"]
+    if expected is not None and not 1 <= expected <= 1024:
+        module.fail_json(msg="expected_gpus must be the number of GPUs the node has, 1 to 1024, got %r" % (expected,))
     dcgmi = commands.Runner().which(module.params["dcgmi_path"] or "dcgmi")
     argv = command(module, dcgmi or module.params["dcgmi_path"] or "dcgmi", level)
     # exit_status, not rc: Ansible fails a task whose rc is not 0, and a run that did not end has none
     out = {"changed": False, "level": level, "command": argv, "timeout": timeout, "exit_status": None, "seconds": 0.0,
-           "diag": None}
+           "diag": None, "planned": module.check_mode}
     parsed, not_run = None, None
     if module.check_mode:
         not_run = "check mode: the diagnostic stresses the GPUs, so it runs only for real"
@@ -182,7 +208,7 @@ def main():
         if result is not None:
             out.update(exit_status=result.rc, seconds=round(result.seconds, 1))
     out["diag"] = parsed
-    out.update(dcgm_diag.verdict(parsed, level, not_run))
+    out.update(dcgm_diag.verdict(parsed, level, not_run, expected_gpus=expected, gpu_ids=module.params["gpu_ids"]))
     module.exit_json(**out)
 
 

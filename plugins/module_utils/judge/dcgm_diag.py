@@ -10,8 +10,12 @@
   for the node; a table cut after a failure still fails;
 - **warn**: a test warned, none failed;
 - **not run**: dcgmi is missing, could not reach its host engine, timed out, printed an error instead of a table, was
-  cut before it closed, or skipped every test. Unknown is neither healthy nor faulty: it never passes a node and
-  never condemns one, and says why in the tool's words.
+  cut before it closed, skipped every test, exited non-zero after a table with no failure, left a GPU's result
+  unreadable, or tested fewer GPUs than the node has (``expected_gpus``) or than the run asked for (``gpu_ids``).
+  Unknown is neither healthy nor faulty: it never passes a node and never condemns one, and says why in the tool's
+  words or names the gap.
+
+An ``Error`` row is a failure (parse/dcgm.py), so a run DCGM stopped at one fails.
 
 Pure, standard library only (the dcgm_diag module runs it on the node).
 """
@@ -53,15 +57,46 @@ def _words(test):
     return "; ".join(said)[:600] if said else "DCGM gave no reason"
 
 
-def verdict(parsed, level, not_run=None, host=None):
-    """A parsed run (parse_dcgmi_diag's result, or None) -> {status, level, findings, failures, skipped, tests, reason}.
+def tested_gpus(parsed):
+    """The GPUs a parsed run gave a result for (sorted indices): its rows, or 'All' spread over the metadata's count."""
+    return sorted(set(g["gpu"] for t in (parsed or {}).get("tests") or [] for g in t.get("gpus") or []
+                      if isinstance(g.get("gpu"), int) and g.get("result") is not None))
+
+
+def coverage_gap(parsed, expected_gpus=None, gpu_ids=None):
+    """Why a run did not cover the node (None: it did): the GPUs asked for with -i that it has no result for, or fewer
+    GPUs than the node has (``expected_gpus``), or none named at all while a count is expected."""
+    gpus = tested_gpus(parsed)
+    why = " a GPU it did not test is not certified"
+    if gpu_ids:
+        missing = sorted(set(gpu_ids) - set(gpus))
+        if missing:
+            return "DCGM tested %s, not %s that the run asked for:%s" % (
+                "GPUs %s" % ", ".join(str(g) for g in gpus) if gpus else "no GPU it names",
+                "GPU %s" % ", ".join(str(g) for g in missing), why)
+        return None
+    if not expected_gpus:
+        return None
+    if not gpus:
+        return "DCGM's output does not say which GPUs it tested, and the node has %d:%s" % (expected_gpus, why)
+    if len(gpus) < expected_gpus:
+        return "DCGM tested %d of the node's %d GPUs (%s):%s" % (len(gpus), expected_gpus, ", ".join(str(g) for g in gpus),
+                                                              why)
+    return None
+
+
+def verdict(parsed, level, not_run=None, host=None, expected_gpus=None, gpu_ids=None):
+    """A parsed run (parse_dcgmi_diag's result, or None) -> {status, level, findings, failures, skipped, tests, reason,
+    gpus, expected_gpus}.
 
     ``not_run``: why the run never gave a table (dcgmi missing, timed out, its exit status and words); ``failures``:
     [{test, gpu, message}] (gpu None for a failure of the node as a whole). ``host`` names the node in the findings'
-    targets ("node7 GPU 1"); without it they read "GPU 1" and "node".
+    targets ("node7 GPU 1"); without it they read "GPU 1" and "node". ``expected_gpus``: how many GPUs the node has
+    (a pass must cover each); ``gpu_ids``: the GPUs the run asked for (-i). ``gpus``: those it gave a result for.
     """
     level = check_level(level)
-    out = {"status": None, "level": level, "findings": [], "failures": [], "skipped": [], "tests": 0, "reason": None}
+    out = {"status": None, "level": level, "findings": [], "failures": [], "skipped": [], "tests": 0, "reason": None,
+           "gpus": tested_gpus(parsed) if not not_run else [], "expected_gpus": expected_gpus}
     what = "dcgmi diag -r %d" % level
     if not_run or not parsed:
         out.update(status="not run", reason=not_run or "no output")
@@ -86,6 +121,11 @@ def verdict(parsed, level, not_run=None, host=None):
             out.update(status="not run", reason=said or cut)
         elif overall == "skip":
             out.update(status="not run", reason="every test was skipped: nothing was tested")
+        elif parsed.get("unread"):
+            out.update(status="not run", reason="DCGM's result for %s is unreadable: that GPU is not certified"
+                       % "; ".join(parsed["unread"][:4]))
+        elif coverage_gap(parsed, expected_gpus, gpu_ids):
+            out.update(status="not run", reason=coverage_gap(parsed, expected_gpus, gpu_ids))
         else:
             out["status"] = "warn" if overall == "warn" else "pass"
     for failure in out["failures"]:
@@ -112,16 +152,27 @@ def verdict(parsed, level, not_run=None, host=None):
 
 def summary_markdown(records, replayed_from=None):
     """dcgm.md: the level's verdict per node, what failed on which GPU in DCGM's words, and why a node was not run.
-    ``records``: [{host, level, status, failures, skipped, reason, dcgm_version}] (the dcgm_diag role's)."""
+    ``records``: [{host, level, status, failures, skipped, reason, dcgm_version, planned}] (the dcgm_diag role's).
+    Headed PASS (every node passed), FAIL (a node failed), NOT RUN (none failed, some could not run) or PLAN (check
+    mode: nothing ran, by design)."""
     records = sorted(records, key=lambda r: str(r.get("host")))
     passed = [r for r in records if r.get("status") in ("pass", "warn")]
-    verdict_word = "PASS" if records and len(passed) == len(records) else "FAIL"
+    unknown = [r for r in records if r.get("status") == "not run"]
+    planned = bool(records) and all(r.get("planned") for r in records)
     levels = sorted(set(str(r.get("level")) for r in records))
     lines = ["# DCGM diagnostics (level %s)" % ", ".join(levels), ""]
     if replayed_from:
         lines += ["Results REPLAYED from %s, not measured." % replayed_from, ""]
-    lines += ["**%s**: %d of %d node(s) passed." % (verdict_word, len(passed), len(records)), "",
-              "| node | status | DCGM | failed | skipped |", "|---|---|---|---|---|"]
+    if planned:   # check mode: a plan, neither a pass nor a failure
+        heading = "**PLAN** (check mode): nothing ran on %d node(s)." % len(records)
+    elif records and len(passed) == len(records):
+        heading = "**PASS**: %d of %d node(s) passed." % (len(passed), len(records))
+    elif records and len(passed) + len(unknown) == len(records):
+        heading = "**NOT RUN**: %d of %d node(s) passed; %d not run (neither a pass nor a failure)." % (
+            len(passed), len(records), len(unknown))
+    else:
+        heading = "**FAIL**: %d of %d node(s) passed." % (len(passed), len(records))
+    lines += [heading, "", "| node | status | DCGM | failed | skipped |", "|---|---|---|---|---|"]
     for record in records:
         failed = ", ".join("%s on %s" % (f.get("test"), "the node" if f.get("gpu") is None else "GPU %s" % f.get("gpu"))
                            for f in record.get("failures") or [])
@@ -133,9 +184,8 @@ def summary_markdown(records, replayed_from=None):
         lines += ["", "## What DCGM said", ""]
         lines += ["- %s %s: %s: %s" % (host, "the node" if f.get("gpu") is None else "GPU %s" % f.get("gpu"),
                                        f.get("test"), f.get("message")) for host, f in failures]
-    unknown = [r for r in records if r.get("status") == "not run"]
     if unknown:
-        lines += ["", "## Not run (neither a pass nor a failure)", ""]
+        lines += ["", "## Would run (check mode)" if planned else "## Not run (neither a pass nor a failure)", ""]
         lines += ["- %s: %s" % (r.get("host"), r.get("reason")) for r in unknown]
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,10 @@ The table: sections (``Metadata``, ``Deployment``, ``Integration``, ``Hardware``
 with its result (``Pass``, ``Pass - All``, ``Fail - GPU: 1``, ``Pass - GPUs: 0, 2, 3``, ``Skip``), per-GPU rows of
 4.x (``GPU0: Pass``) and ``Warning``/``Info``/``Error`` rows whose text DCGM wraps at the cell's width, mid-word.
 Real outputs are indented (copied docs), prefixed by a launcher (srun), printed twice, cut by their authors, or
-missing their borders; each reads the same here. Pure, standard library only, one pass over the lines.
+missing their borders; each reads the same here. An ``Error`` row is a failure of the run: of the test above it, or,
+with none above it (DCGM stops there), of the GPU it names. Reading is bounded: at most MAX_CHARS characters and
+MAX_LINES lines are read (a real run prints a few hundred), so a runaway output cannot hold the check past its time
+limit, and an output cut there is not complete. Pure, standard library only, one pass over the lines.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +24,9 @@ import re
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 
 RESULTS = ("pass", "fail", "warn", "skip")
+# The most that is read of one output: a level-4 run of 16 GPUs prints a few thousand lines with its JSON info.
+MAX_CHARS = 8000000
+MAX_LINES = 50000
 _WEIGHT = {"fail": 3, "warn": 2, "pass": 1, "skip": 0}   # a test's rows (Pass - GPUs: 0, 2 / Fail - GPU: 1): the worst
 _SECTION_RE = re.compile(r"^[|+]-{3,}\s+([A-Za-z][A-Za-z0-9 /&-]{0,40}?)\s+-+[+|]")
 _RESULT_RE = re.compile(r"^(pass|fail|warn|warning|skip)(?:\s*-\s*(all|gpus?:\s*([0-9, ]{1,400})))?\s*$", re.I)
@@ -89,9 +95,15 @@ class _Table(object):
             self.meta[_METADATA[key]] = value.strip()
             self.message = None
             return
+        if key == "error" and self.test is None:   # DCGM stopped at an Error row: a failure of the run itself
+            self.test = _new_test(name, self.section, "Fail")
+            self.test["from_error_row"] = True
+            self.tests.append(self.test)
         if key in _MESSAGE_KINDS:   # a message of the test above it; with none above (a cut output), the run's own
             self.message = {"kind": _MESSAGE_KINDS[key], "parts": [value], "width": width}
             (self.test[self.message["kind"]] if self.test is not None else self.orphans).append(self.message)
+            if key == "error":   # an Error row is a failure, whatever the row above it said
+                self.test["result"] = "fail"
             return
         if name:
             self.test = _new_test(name, self.section, value)
@@ -125,6 +137,11 @@ def _join(message):
 def _finish_test(test, gpu_count):
     messages = dict((kind, [_join(m) for m in test[kind]]) for kind in ("warnings", "info", "errors"))
     gpus = dict(test["gpus"])
+    if test.get("from_error_row"):   # 'GPU 3 has uncorrectable memory errors ...': the GPU it names failed
+        for text in messages["errors"]:
+            match = _MESSAGE_GPU_RE.match(text)
+            if match:
+                gpus[int(match.group(1))] = {"result": "fail"}
     if "all" in gpus:
         every = gpus.pop("all")
         for gpu in range(gpu_count or 0):
@@ -176,7 +193,7 @@ def _parse_text(lines):
             "overall": overall(tests) if tests else None, "tests": tests,
             "errors": ["%s (no test named above it): %s" % (m["kind"][:-1] if m["kind"] != "info" else "info", _join(m))
                        for m in table.orphans] + errors,
-            "complete": bool(tests) and table.closed, "tables": table.tables}
+            "complete": bool(tests) and table.closed, "tables": table.tables, "unread": []}
 
 
 def _strings(value):
@@ -195,21 +212,30 @@ def _strings(value):
     return out
 
 
-def _json_test(test, category):
+def _json_test(test, category, unread):
+    """One test of the JSON -> the table's test shape; a GPU whose status is no result word is kept with result None
+    and named in ``unread`` ('Memory GPU 3: status ''), never dropped."""
     out = {"name": str(test.get("name")), "category": category, "result": None, "gpus": [], "warnings": [],
            "info": [], "errors": []}
+    where = "%s/%s" % (category, out["name"]) if category else out["name"]
     words = []
     for result in test.get("results") or []:
         if not isinstance(result, dict):
             continue
-        word = _word(str(result.get("status") or ""))
+        said = result.get("status")
+        word = _word(str(said if said is not None else ""))
         words.append(word)
         ids = result.get("gpu_ids", result.get("gpu_id"))
         if ids is None and str(result.get("entity_group", "GPU")).upper() == "GPU":
             ids = result.get("entity_id")
         warnings, info, errors = (_strings(result.get(k)) for k in ("warnings", "info", "errors"))
-        for gpu in _gpu_list(str(ids)) if ids is not None else []:
-            out["gpus"].append({"gpu": gpu, "result": word, "message": "; ".join(errors + warnings) or None})
+        gpus = _gpu_list(str(ids)) if ids is not None else []
+        if word not in RESULTS:
+            unread += ["%s GPU %d: status %r" % (where, gpu, str(said if said is not None else "")[:40]) for gpu in gpus] \
+                or ["%s: status %r" % (where, str(said if said is not None else "")[:40])]
+        for gpu in gpus:
+            out["gpus"].append({"gpu": gpu, "result": word if word in RESULTS else None,
+                                "message": "; ".join(errors + warnings) or None})
         out["warnings"] += warnings
         out["info"] += info
         out["errors"] += errors
@@ -233,42 +259,55 @@ def _parse_json(text):
     except ValueError as exc:
         return {"format": "json", "dcgm_version": None, "driver_version": None, "gpu_count": None, "overall": None,
                 "tests": [], "errors": ["not complete JSON (%s): no verdict can be read from it" % exc],
-                "complete": False, "tables": 0}
+                "complete": False, "tables": 0, "unread": []}
     if not isinstance(root, dict):
         raise DcgmDiagError("dcgmi diag -j printed JSON that is not an object")
     body = next((v for v in root.values() if isinstance(v, dict) and "test_categories" in v), root)
-    places = [root, body, root.get("metadata") if isinstance(root.get("metadata"), dict) else {}]
-    version = next((v for v in (_find(p, ("dcgm version", "dcgm_version")) for p in places) if v), None)
+    metadata = root.get("metadata") if isinstance(root.get("metadata"), dict) else {}
+    places = [root, body, metadata]
+    # 3.x: "DCGM GPU Diagnostic" -> "version"; 4.x: metadata.version; a "version" of the root itself is no DCGM's
+    version = next((v for v in (_find(p, ("dcgm version", "dcgm_version")) for p in places) if v), None) \
+        or (_find(body, ("version",)) if body is not root else None) or _find(metadata, ("version",))
     driver = next((v for v in (_find(p, ("driver version detected", "driver_version")) for p in places) if v), None)
-    tests = []
+    tests, unread = [], []
     for category in body.get("test_categories") or []:
         if isinstance(category, dict):
-            tests += [_json_test(t, category.get("category")) for t in category.get("tests") or [] if isinstance(t, dict)]
+            tests += [_json_test(t, category.get("category"), unread) for t in category.get("tests") or []
+                      if isinstance(t, dict)]
     errors = _strings(root.get("runtime_error")) + _strings(body.get("runtime_error"))
     gpus = sorted(set(g["gpu"] for t in tests for g in t["gpus"]))
     return {"format": "json", "dcgm_version": version, "driver_version": driver, "gpu_count": len(gpus) or None,
             "overall": overall(tests) if tests else None, "tests": tests, "errors": errors, "complete": bool(tests),
-            "tables": 0}
+            "tables": 0, "unread": unread}
 
 
 def parse_dcgmi_diag(value):
     """``dcgmi diag`` output (its table, or ``-j`` JSON) -> {format, dcgm_version, driver_version, gpu_count,
-    overall, tests, errors, complete, tables}.
+    overall, tests, errors, complete, tables, unread}.
 
     ``overall``: fail, warn, pass or skip (every test skipped), None when no test was read (the tool refused, the
     output was cut before the first test). Each test: ``name`` (as DCGM prints it), ``category`` (the section),
     ``result``, ``gpus`` ([{gpu, result, message}]: DCGM's words about that GPU, 'All' spread over the GPUs the
     metadata counts), and its ``warnings``, ``info`` and ``errors`` (each message whole again). ``errors``: what the
     tool printed outside the table (``Error: Unable to ...``) or why the JSON holds no verdict. ``complete``: the
-    table closed after its last test (a cut output is read, and says so). ``tables``: how many tables the text held
-    (srun prints one per task; the last is read).
+    table closed after its last test (a cut output is read, and says so; so is one longer than MAX_LINES lines or
+    MAX_CHARS characters, read that far). ``tables``: how many tables the text held (srun prints one per task; the
+    last is read). ``unread``: the JSON results whose status is no result word ("Memory GPU 3: status ''"), each
+    such GPU kept with result None: DCGM said nothing readable about it.
     """
-    lines = [_text.strip_launcher(line) for line in _text.clean_lines(value, "dcgmi diag output")]
-    text = "\n".join(lines)
+    cut = None
+    if isinstance(value, (str, bytes)) and len(value) > MAX_CHARS:
+        value, cut = value[:MAX_CHARS], "the output holds more than %d characters: only the first %d were read" % (
+            MAX_CHARS, MAX_CHARS)
+    lines = _text.clean_lines(value, "dcgmi diag output")
+    if len(lines) > MAX_LINES:
+        lines, cut = lines[:MAX_LINES], "the output holds more than %d lines: only the first %d were read" % (
+            MAX_LINES, MAX_LINES)
+    lines = [_text.strip_launcher(line) for line in lines]
     first = next((line.strip() for line in lines if line.strip() and not line.strip().startswith(("WARNING", "$", "#"))), "")
-    if first.startswith("{"):
-        return _parse_json(text)
-    parsed = _parse_text(lines)
-    if not parsed["tests"] and not parsed["errors"] and not parsed["dcgm_version"]:
+    parsed = _parse_json("\n".join(lines)) if first.startswith("{") else _parse_text(lines)
+    if cut:   # never a whole run, so never a pass (a failure read before the cut still counts)
+        parsed.update(complete=False, errors=parsed["errors"] + [cut])
+    if parsed["format"] == "text" and not parsed["tests"] and not parsed["errors"] and not parsed["dcgm_version"]:
         raise DcgmDiagError("no dcgmi diag table (rows like '| Denylist | Pass |'), JSON or error in the text")
     return parsed

@@ -90,3 +90,19 @@ def test_bad_input_fails_naming_the_value(tmp_path, dcgmi, args, message):
     result = run_module(dcgm_diag, args)
     assert result.get("failed") is True and message in result["msg"], result
     assert calls(tmp_path / "calls.jsonl") == []
+
+
+def test_a_run_that_did_not_cover_the_node_is_not_a_pass(dcgmi):
+    """DCGM 4.0.0 passing on 4 GPUs of a node that has 8 (issue 53): not run, naming the GPUs it tested; the same run
+    on a node of 4 passes. Check mode says it is a plan."""
+    dcgmi("file:" + os.path.join(FIXTURES, "dcgm4_r3_pass_4gpu_docs_indented.txt"))
+    short = run_module(dcgm_diag, {"level": 3, "expected_gpus": 8})
+    assert short["status"] == "not run" and short["reason"] == (
+        "DCGM tested 4 of the node's 8 GPUs (0, 1, 2, 3): a GPU it did not test is not certified")
+    assert (short["gpus"], short["expected_gpus"], short["planned"]) == ([0, 1, 2, 3], 8, False)
+    assert run_module(dcgm_diag, {"level": 3, "expected_gpus": 4})["status"] == "pass"
+    assert run_module(dcgm_diag, {"level": 3, "gpu_ids": [0, 6]})["reason"].startswith(
+        "DCGM tested GPUs 0, 1, 2, 3, not GPU 6 that the run asked for")
+    assert run_module(dcgm_diag, {"level": 3}, check_mode=True)["planned"] is True
+    bad = run_module(dcgm_diag, {"level": 3, "expected_gpus": 0})
+    assert bad.get("failed") and "expected_gpus must be the number of GPUs the node has, 1 to 1024, got 0" in bad["msg"]

@@ -86,3 +86,17 @@ def test_check_mode_runs_nothing_shows_the_plan_and_goes_on(tmp_path):
     record = json.loads(_report(tmp_path, "dcgm.json"))[0]
     assert (record["status"], record["reason"]) == (
         "not run", "check mode: the diagnostic stresses the GPUs, so it runs only for real")
+    # A plan is not a failure: the report is headed PLAN, its nodes are what would run (issue 52).
+    markdown = _report(tmp_path, "dcgm.md")
+    assert "**FAIL**" not in markdown and "**PLAN** (check mode): nothing ran on 1 node(s)." in markdown, markdown
+    assert "## Would run (check mode)" in markdown and record["planned"] is True
+
+
+def test_a_run_that_saw_fewer_gpus_than_the_node_has_fails_the_play_naming_them(tmp_path):
+    """DCGM 4.0.0 passing on 4 GPUs where the site says each node has 8 (gpufabric_expected_gpu_count): not a pass."""
+    rc, out = play(tmp_path, {"n1": "dcgm4_r3_pass_4gpu_docs_indented.txt"}, "-e", "gpufabric_expected_gpu_count=8")
+    assert rc != 0 and ("n1: not run: DCGM tested 4 of the node's 8 GPUs (0, 1, 2, 3): a GPU it did not test is not "
+                        "certified") in out, out[-3000:]
+    record = json.loads(_report(tmp_path, "dcgm.json"))[0]
+    assert (record["status"], record["gpus"], record["expected_gpus"]) == ("not run", [0, 1, 2, 3], 8)
+    assert "**NOT RUN**: 0 of 1 node(s) passed; 1 not run" in _report(tmp_path, "dcgm.md")
