@@ -6,15 +6,24 @@ may resume the node on it.
 
 A certificate is made after the drain by a check the decider asked for (``remediate.yml``: the nodes its plan
 names ``certify``), never by the node on itself, and handed to the decider, which stamps it with the scheduler's
-clock and keeps it in the node's ledger record. It holds one entry per check - ``dcgm`` (``dcgmi diag`` at a
-level), ``nccl`` (nccl-tests on the node's own GPUs, judged against its baseline or what its links carry),
-``pairwise`` (a short run with a healthy peer) - each ``pass``, ``fail``, ``warn`` or ``not run`` with its figures,
-and the versions the check ran with.
+clock (``at``, when it was handed in) and keeps it in the node's ledger record. It holds one entry per check -
+``dcgm`` (``dcgmi diag`` at a level), ``nccl`` (nccl-tests on the node's own GPUs, judged against its baseline or
+what its links carry), ``pairwise`` (a short run with a healthy peer) - each ``pass``, ``fail``, ``warn`` or
+``not run`` with its figures, the versions the check ran with, and ``measured_at``: when the check was made, by the
+scheduler's clock (remediate.yml gives the time the decider read from the scheduler when it asked for the check,
+which is before the check began).
 
-A resume needs, besides the passive check's fresh and complete report: a certificate recorded after the drain,
-younger than ``max_age``, in which every check the policy names passed (a warning, a check not run or missing is not
-a pass) and DCGM ran at the policy's level or above. Unknown is not healthy: a node that cannot be checked stays
-drained, and the decision says which check is missing.
+A resume needs, besides the passive check's fresh and complete report, a certificate that answers this drain, once:
+
+- measured at or after the drain in effect (its time in the ledger, else the scheduler's), and after the node's
+  last resume (a certificate counts once: one that resumed a node never resumes it again);
+- not measured in the future (CLOCK_SKEW seconds of another clock allowed), nor handed in before the drain;
+- younger than ``max_age`` by its ``measured_at``;
+- in which every check the policy names passed - every entry of that check, so a failing entry beside a passing one
+  fails it (a warning, a check not run or missing is not a pass) - and DCGM ran at the policy's level or above.
+
+Unknown is not healthy: a node that cannot be checked stays drained, and the decision says which check is missing
+or what is wrong with its certificate.
 
 Pure, standard library only.
 """
@@ -34,6 +43,9 @@ STATUSES = ("pass", "fail", "warn", "not run")
 DEFAULTS = {"required": True, "dcgm_level": 2, "checks": ["dcgm", "nccl"], "max_age": 21600}
 MAX_DETAIL = 300
 MAX_CHECK_ENTRIES = 8
+# How far a certificate's measured_at may run ahead of the scheduler's clock (another host's clock, a few seconds
+# apart): beyond it the certificate is dated in the future and does not count.
+CLOCK_SKEW = 60
 _FIGURES = ("busbw", "expected", "size")
 _TEXTS = ("detail", "peer")
 _VERSIONS = ("dcgm", "driver", "nccl", "cuda")
@@ -109,6 +121,8 @@ def check_certificate(cert, node):
     if not isinstance(versions, dict):
         raise CertificateError("%s: versions must be a mapping, got %r" % (where, versions))
     measured = _finite(cert.get("measured_at"), "%s: measured_at" % where)
+    if measured is not None and not 0 <= measured < 1e11:
+        raise CertificateError("%s: measured_at must be epoch seconds (the scheduler's clock), got %r" % (where, measured))
     return {"checks": out, "versions": dict((k, one_line(str(versions[k]), 80)) for k in _VERSIONS
                                             if versions.get(k) not in (None, "")),
             "measured_at": measured}
@@ -126,17 +140,22 @@ def _check_text(entry):
 
 
 def problems(cert, settings):
-    """What keeps a (checked) certificate from certifying under these settings: [] when nothing does."""
+    """What keeps a (checked) certificate from certifying under these settings: [] when nothing does. Every entry of
+    a check counts: one that did not pass fails the check whatever another entry of it says."""
     found = []
-    by_name = dict((e["name"], e) for e in cert.get("checks") or [])
     for name in settings["checks"]:
-        entry = by_name.get(name)
-        if entry is None:
+        entries = [e for e in cert.get("checks") or [] if e["name"] == name]
+        if not entries:
             found.append("%s was not run" % name)
-        elif entry["status"] != "pass":
-            found.append("%s %s%s" % (name, entry["status"], ": %s" % entry["detail"] if entry.get("detail") else ""))
-        elif name == "dcgm" and (entry.get("level") or 0) < settings["dcgm_level"]:
-            found.append("dcgm ran level %s, the policy asks for level %d" % (entry.get("level"), settings["dcgm_level"]))
+            continue
+        said = []
+        for entry in entries:
+            if entry["status"] != "pass":
+                said.append("%s %s%s" % (name, entry["status"], ": %s" % entry["detail"] if entry.get("detail") else ""))
+        found += sorted(set(said), key=said.index)
+        if not said and name == "dcgm" and max(e.get("level") or 0 for e in entries) < settings["dcgm_level"]:
+            found.append("dcgm ran level %s, the policy asks for level %d" % (
+                max(e.get("level") or 0 for e in entries) or None, settings["dcgm_level"]))
     return found
 
 
@@ -146,21 +165,39 @@ def record(cert, settings, now):
     return dict(cert, at=now, passed=not said, problems=said)
 
 
-def refusal(cert, drain_at, now, settings):
+def _last_use(resumes):
+    """The latest time a certificate of this node was spent: its last resume, or the check behind it if later."""
+    times = [e.get("at") for e in resumes or []] + [(e.get("certificate") or {}).get("measured_at") for e in resumes or []]
+    times = [t for t in times if _is_finite(t)]
+    return max(times) if times else None
+
+
+def refusal(cert, drain_at, now, settings, resumes=None):
     """Why this node may not be resumed on its certificate (None: it may).
 
-    ``drain_at``: when the drain in effect was made (None: unknown, then only the certificate's age counts)."""
+    ``drain_at``: when the drain in effect was made (None: unknown, then the age and the last resume count);
+    ``resumes``: the node's resume entries in the ledger (a certificate measured before the last one is spent)."""
     if not cert:
         return "no return-to-service certificate: an active check (%s) must pass after the drain" % describe_checks(settings)
-    at = cert.get("at")
-    if drain_at is not None and at < drain_at:
-        return "the certificate of %s is older than the drain (%s): a new check must pass" % (iso(at), iso(drain_at))
-    if now - at > settings["max_age"]:
-        return "the certificate of %s is %d s old, older than max_age %d s: a new check must pass" % (
-            iso(at), now - at, settings["max_age"])
+    at, measured = cert.get("at"), cert.get("measured_at")
+    new = ": a new check must pass"
+    if not _is_finite(measured):
+        return "the certificate handed in at %s does not say when its check was measured%s" % (iso(at), new)
+    if measured > now + CLOCK_SKEW:
+        return "the certificate says its check was measured at %s, after now (%s) by the scheduler's clock%s" % (
+            iso(measured), iso(now), new)
+    if drain_at is not None and (measured < drain_at or at < drain_at):
+        return "the certificate measured at %s is older than the drain (%s)%s" % (iso(measured), iso(drain_at), new)
+    spent = _last_use(resumes)
+    if spent is not None and measured <= spent:
+        return ("the certificate measured at %s is not newer than the node's last resume (%s): a certificate counts "
+                "once%s" % (iso(measured), iso(spent), new))
+    if now - measured > settings["max_age"]:
+        return "the certificate measured at %s is %d s old, older than max_age %d s%s" % (
+            iso(measured), now - measured, settings["max_age"], new)
     said = problems(cert, settings)
     if said:
-        return "the certificate of %s does not certify: %s" % (iso(at), "; ".join(said))
+        return "the certificate measured at %s does not certify: %s" % (iso(measured), "; ".join(said))
     return None
 
 
@@ -169,16 +206,18 @@ def describe_checks(settings):
 
 
 def brief(cert):
-    """What the ledger's resume entry, the decision and the message keep of the certificate that resumed a node."""
-    return {"at": cert.get("at"), "checks": [_check_text(e) for e in cert.get("checks") or []],
-            "versions": dict(cert.get("versions") or {})}
+    """What the ledger's resume entry, the decision and the message keep of the certificate that resumed a node
+    (``measured_at`` too: a certificate counts once)."""
+    return {"at": cert.get("at"), "measured_at": cert.get("measured_at"),
+            "checks": [_check_text(e) for e in cert.get("checks") or []], "versions": dict(cert.get("versions") or {})}
 
 
 def text(cert):
-    """'certified 2026-11-27T08:00:00Z: dcgm level 2 pass, nccl pass 380.1 GB/s of 450 expected; DCGM 4.2.3'"""
+    """'certified 2026-11-27T08:00:00Z: dcgm level 2 pass, nccl pass 380.1 GB/s of 450 expected; DCGM 4.2.3' - the time
+    its check was measured."""
     versions = ", ".join("%s %s" % (k.upper() if k in ("dcgm", "nccl", "cuda") else k, v)
                          for k, v in sorted((cert.get("versions") or {}).items()))
-    return "certified %s: %s%s" % (iso(cert.get("at")), ", ".join(_check_text(e) for e in cert.get("checks") or []),
+    return "certified %s: %s%s" % (iso(cert.get("measured_at")), ", ".join(_check_text(e) for e in cert.get("checks") or []),
                                    "; %s" % versions if versions else "")
 
 
@@ -189,6 +228,8 @@ def check_stored(cert, name):
         raise ValueError("%s: the certificate must be {at, checks, passed, ...}" % name)
     if not all(isinstance(e, dict) and e.get("name") in CHECKS and e.get("status") in STATUSES for e in cert["checks"]):
         raise ValueError("%s: each certificate check needs a name and a status" % name)
+    if cert.get("measured_at") is not None and not (_is_finite(cert["measured_at"]) and abs(cert["measured_at"]) < 1e12):
+        raise ValueError("%s: the certificate's measured_at must be a time" % name)
     return cert
 
 

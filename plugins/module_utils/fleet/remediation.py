@@ -314,7 +314,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
         present = set(finding_key(f) for f in report["findings"])
         drain_at = current.get("at") if current is not None else entry.get("reason_time")
         cert = (ledger["nodes"].get(node) or {}).get("certificate")
-        refused = certificate.refusal(cert, drain_at, now, certify_cfg)   # None: the certificate certifies
+        refused = certificate.refusal(cert, drain_at, now, certify_cfg, record.get("resumes"))   # None: it certifies
         if escalated:
             decision["why"] = "escalated (%s): it stays drained until a human resumes it" % reason
         elif not report["complete"]:

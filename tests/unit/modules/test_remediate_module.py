@@ -84,7 +84,7 @@ def test_an_awx_drain_under_a_wider_policy_holds_while_its_finding_is_reported(s
 def _cert(dcgm="pass", level=2, nccl="pass"):
     return {"checks": [{"name": "dcgm", "status": dcgm, "level": level, "detail": "" if dcgm == "pass" else "Memory failed"},
                        {"name": "nccl", "status": nccl, "busbw": 361.2, "expected": 450.0, "size": 536870912}],
-            "versions": {"dcgm": "4.2.3", "driver": "570.124.06"}, "measured_at": 1795526100}
+            "versions": {"dcgm": "4.2.3", "driver": "570.124.06"}, "measured_at": 1795526184}   # the drain's second
 
 
 def test_certificates_gate_the_resume_and_check_mode_names_the_nodes_to_certify(slurm):

@@ -175,7 +175,7 @@ def test_the_resume_message_and_the_ledger_name_the_certificate(cluster):
     c.fault("n01", False)
     assert any("no return-to-service certificate" in line for line in c.run("n01"))
     cert = certificate.check_certificate({"checks": [{"name": "dcgm", "status": "pass", "level": 2}],
-                                          "versions": {"dcgm": "4.2.3"}}, "n01")
+                                          "versions": {"dcgm": "4.2.3"}, "measured_at": time.time()}, "n01")
     report = protocol.check_report({"node": "n01", "findings": [], "complete": True, "source": "awx"})
     decided = decider.decide({"n01": report}, c.config, time.time, c.lines.append, certificates={"n01": cert})
     assert decided["decisions"][0]["done"] and c.drained() == []
