@@ -61,7 +61,10 @@ options:
         P(gpufabric.rdma.return_certificate#filter).
       - The decider stamps each with the scheduler's clock and keeps it in the node's ledger record; a node gpufabric
         did not drain ignores it. With C(certification.required) (the default) a node is resumed only on a
-        certificate younger than C(certification.max_age) in which every check of C(certification.checks) passed.
+        certificate whose C(measured_at) (the scheduler's clock, as RV(now) of the plan that asked for the check) is at
+        or after the drain and after the node's last resume, not in the future, younger than
+        C(certification.max_age), in which every entry of every check of C(certification.checks) passed; it resumes
+        the node once.
     type: dict
     default: {}
   state_dir:
@@ -125,6 +128,14 @@ certify_checks:
   description: The active check a certificate needs under this policy, for a person (C(dcgm level 2, nccl)).
   returned: always
   type: str
+now:
+  description:
+    - The scheduler's clock as the decider read it for this plan (epoch seconds; C(sdiag) on Slurm, the decider
+      host's on Kubernetes), null when it could not be read. remediate.yml gives it to the certificates of the checks
+      this plan asks for as their C(measured_at) - a time before each check began, by the clock the drain was made
+      by.
+  returned: always
+  type: float
 certificates:
   description: What became of each given certificate - C(recorded), or why it was ignored.
   returned: when the scheduler could be read
@@ -219,7 +230,7 @@ def main():
     out = dict(changed=bool([d for d in acted if d.get("done") or module.check_mode]), decisions=result["decisions"],
                breaker=result["breaker"], log=lines, certificates=result.get("certificates") or {},
                certify=sorted(d["node"] for d in result["decisions"] if d.get("certify")),
-               certify_checks=certificate.describe_checks(config["remediation"]["certification"]),
+               certify_checks=certificate.describe_checks(config["remediation"]["certification"]), now=result.get("now"),
                healthy=sorted(d["node"] for d in result["decisions"] if d.get("healthy")),
                maintain=dict((d["node"], d["maintain"]) for d in result["decisions"] if d.get("maintain")))
     if module._diff:

@@ -75,7 +75,8 @@ def cluster(tmp_path):
 def run(path, *extra):
     env = dict(os.environ, ANSIBLE_BECOME="false", ANSIBLE_NOCOLOR="1")
     proc = subprocess.run(["ansible-playbook", "-i", str(path / "inventory.yml"), "-e", "@" + str(path / "vars.yml"),
-                           "-e", "ansible_become=false", "gpufabric.rdma.remediate"] + list(extra),
+                           "-e", "ansible_become=false", "-e", "gpufabric_report_root=%s" % (path / "report"),
+                           "gpufabric.rdma.remediate"] + list(extra),
                           capture_output=True, text=True, env=env, check=False, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     return proc.stdout
@@ -139,6 +140,15 @@ def test_a_fault_cordons_and_taints_with_a_json_patch_and_recovery_undoes_only_o
     assert "certify (dcgm level 2, nccl) on n1" in out
     assert "does not certify: dcgm not run: dcgmi is not installed" in out and "nccl not run: nccl-tests:" in out, out[-3000:]
     assert len(patches(cluster)) == 1 and nodes(cluster)["n1"]["spec"]["unschedulable"] is True
+    # The certificate carries the decider's time of the plan that asked for the check (after the drain, before the
+    # check began) as measured_at, and DCGM was told how many GPUs the node has (issue 53).
+    record = json.loads((cluster / "decider" / "decider.json").read_text())["ledger"]["nodes"]["n1"]
+    drained_at = record["drains"][-1]["at"]
+    cert = record["certificate"]
+    assert isinstance(cert["measured_at"], (int, float)) and drained_at <= cert["measured_at"] <= cert["at"], record
+    assert "certificate measured at " in out
+    (dcgm,) = json.loads((cluster / "report" / "certify" / "dcgm" / "dcgm.json").read_text())
+    assert (dcgm["host"], dcgm["expected_gpus"]) == ("n1", 8)
     # A site that resumes on the passive check alone (certification.required false): the recovery.
     settings = json.loads((cluster / "vars.yml").read_text())
     settings["remediator_settings"]["certification"] = {"required": False}
