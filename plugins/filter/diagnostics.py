@@ -21,8 +21,9 @@ _RECORD_KEYS = ("level", "status", "failures", "skipped", "reason", "findings", 
 
 def dcgm_diag_records(results):
     """{host: what the dcgm_diag module returned there} -> [{host, level, status, failures, skipped, reason, findings,
-    command, timeout, seconds, exit_status, gpus, expected_gpus, planned, dcgm_version, driver_version}], by host. A host whose task did not return a verdict (unreachable, the task
-    itself failed) is 'not run', saying so: never left out, never a pass."""
+    command, timeout, seconds, exit_status, gpus, expected_gpus, planned, dcgm_version, driver_version}], by host. A
+    host whose task did not return a verdict (unreachable, the task itself failed) is 'not run', saying so: never left
+    out, never a pass."""
     expect("dcgm_diag_records", results, (Mapping,), "a mapping of host to the dcgm_diag module's result")
     records = []
     for host in sorted(results):
