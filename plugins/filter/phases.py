@@ -22,16 +22,40 @@ def phase_fingerprint(inputs, phase, code=""):
     return phases.phase_fingerprint(inputs, phase, code)
 
 
-def phase_entry(item, code=""):
-    """{key: phase, value: inputs} (one item of dict2items) -> {name, fingerprint}: an entry of the applied module."""
+def _declared(name, declared):
+    """The phase's own declaration {observes?, publishes?} out of ``declared`` (phase -> declaration), checked."""
+    if declared is None:
+        return {}
+    expect("phase_entry", declared, (Mapping,), "declared: a dict of phase -> {observes, publishes}")
+    if name not in declared:
+        fail("phase_entry", "phase %s has no declaration of what it observes and publishes (declared: %s)"
+             % (name, ", ".join(sorted(declared)) or "none"))
+    own = declared[name] or {}
+    if not isinstance(own, Mapping) or set(own) - {"observes", "publishes"}:
+        fail("phase_entry", "phase %s: its declaration must be {observes: [kinds], publishes: {fact: type}}, got %r"
+             % (name, own))
+    out = {}
+    if own.get("observes") is not None:
+        out["observes"] = list(expect("phase_entry", own["observes"], (list, tuple), "observes: a list of kinds of evidence"))
+    out["publishes"] = dict(expect("phase_entry", own.get("publishes") or {}, (Mapping,), "publishes: fact -> type"))
+    return out
+
+
+def phase_entry(item, code="", declared=None):
+    """{key: phase, value: inputs} (one item of dict2items) -> {name, fingerprint}: an entry of the applied module;
+    with ``declared`` (phase -> {observes, publishes}), also what the phase must observe and the facts it publishes,
+    which the applied module judges its record by."""
     if not isinstance(item, Mapping) or "key" not in item:
         fail("phase_entry", "expects an item of dict2items ({key: phase, value: inputs}), got %r" % (item,))
-    return {"name": item["key"], "fingerprint": phase_fingerprint(item.get("value"), item["key"], code)}
+    entry = {"name": item["key"], "fingerprint": phase_fingerprint(item.get("value"), item["key"], code)}
+    entry.update(_declared(item["key"], declared))
+    return entry
 
 
 def phases_applied(entries, evidence):
     """The entries of the phases that named what they applied ({phase: <role>_applied or None}), each with its
-    evidence and the facts it published: the applied module's state=record input."""
+    evidence and the facts it published (and the phase's declaration, as the check returned it): the applied
+    module's state=record input."""
     expect_list_of_mappings("phases_applied", entries, "a list of {name, fingerprint}")
     expect("phases_applied", evidence, (Mapping,), "a dict of phase -> what it applied")
     out = []
@@ -41,9 +65,8 @@ def phases_applied(entries, evidence):
             continue
         if not isinstance(named, Mapping):
             fail("phases_applied", "phase %s: what it applied must be a dict, got %r" % (entry.get("name"), named))
-        out.append({"name": entry["name"], "fingerprint": entry["fingerprint"],
-                    "evidence": dict((k, v) for k, v in named.items() if k != "facts" and v),
-                    "facts": dict(named.get("facts") or {})})
+        out.append(dict(entry, evidence=dict((k, v) for k, v in named.items() if k != "facts" and v),
+                        facts=dict(named.get("facts") or {})))
     return out
 
 

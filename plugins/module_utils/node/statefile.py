@@ -6,9 +6,11 @@
 Host access, standard library only; the health monitor, the remediation decider and the
 owned_directory module use it.
 
-- ``load_json``: a missing file is a fresh start; a file that is not ours (not JSON, another shape,
-  a directory where the file should be) is set aside under a new name with one warning, never
-  used and never deleted.
+- ``read_json``: a state file read without following a link, never blocking and bounded (files.read_bytes):
+  None when there is none, Damaged (with why) for one that is not ours - a link, a FIFO, a device or a
+  directory where the file should be, one larger than the bound, not JSON or of another shape.
+- ``load_json``: the same, and a file that is not ours is set aside under a new name with one warning,
+  never used and never deleted.
 - ``save_json``: temp file in the same directory, fsync, rename, fsync of the directory - the file
   is the old one or the new one, never half; a full disk raises StateError with the reason and leaves
   the old file in place.
@@ -29,20 +31,27 @@ import tempfile
 import time
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.ownership import MARKER
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import files
+
+MAX_STATE = 64 << 20   # the largest state file read back (the decider's, the health monitor's are far below)
 
 
 class StateError(Exception):
     """State that cannot be read back or saved; the message says which file and why."""
 
 
+class Damaged(StateError):
+    """A state file that is there but is not ours to use; the message is why ('it is a FIFO, not a regular file')."""
+
+
 def owner_of(path):
-    """The owner named in the directory's marker file, '' when unmarked, None when there is no directory."""
+    """The owner named in the directory's marker file, '' when unmarked (or the marker is not a small regular
+    file of its own), None when there is no directory."""
     if not os.path.isdir(path):
         return None
     try:
-        with open(os.path.join(path, MARKER)) as handle:
-            return handle.read().strip() or "?"
-    except (IOError, OSError):
+        return files.read_bytes(os.path.join(path, MARKER), limit=4096, follow=False).decode("utf-8", "replace").strip() or "?"
+    except (IOError, OSError, files.Refused):
         return ""
 
 
@@ -75,6 +84,25 @@ def _set_aside(path, why, set_aside):
     return "%s could not be used (%s); set aside as %s, starting afresh" % (path, why, aside)
 
 
+def read_json(path, check=None, limit=MAX_STATE):
+    """The data of the state file at ``path``: None when there is none; Damaged (why) when it is a link, not a regular
+    file, larger than ``limit``, not JSON, or refused by ``check(data)`` (which raises ValueError or TypeError for a
+    shape that is not ours); StateError when it cannot be read."""
+    try:
+        raw = files.read_bytes(path, limit=limit, follow=False)
+    except files.Refused as exc:
+        raise Damaged(str(exc))
+    except (IOError, OSError) as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise StateError("%s cannot be read: %s" % (path, exc.strerror or exc))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        return check(data) if check is not None else data
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise Damaged("not a state file of ours: %s" % str(exc)[:200])
+
+
 def load_json(path, check=None, set_aside=True):
     """(data, warning): (None, None) when there is no file; a damaged file is set aside: (None, warning).
 
@@ -82,21 +110,9 @@ def load_json(path, check=None, set_aside=True):
     (check mode) leaves a damaged file where it is and only says so.
     """
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except (IOError, OSError) as exc:
-        if exc.errno == errno.ENOENT:
-            return None, None
-        if exc.errno == errno.EISDIR:
-            return None, _set_aside(path, "it is a directory", set_aside)
-        raise StateError("%s cannot be read: %s" % (path, exc.strerror or exc))
-    try:
-        data = json.loads(raw.decode("utf-8"))
-        if check is not None:
-            data = check(data)
-    except (ValueError, TypeError, AttributeError, KeyError) as exc:
-        return None, _set_aside(path, "not a state file of ours: %s" % str(exc)[:200], set_aside)
-    return data, None
+        return read_json(path, check), None
+    except Damaged as exc:
+        return None, _set_aside(path, str(exc), set_aside)
 
 
 def save_json(path, data):
