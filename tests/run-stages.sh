@@ -7,9 +7,28 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-# On every core (pytest-xdist; GPUFABRIC_UNIT_WORKERS=1 for one process), the 20 slowest tests listed at the end.
+# Copy exactly the files git would ship (tracked, plus untracked ones not ignored) to $1.
+copy_shipped_files() {
+  local dest=$1
+  rm -rf "$dest" && mkdir -p "$dest"
+  git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+    [[ -e "$f" ]] && printf '%s\0' "$f"
+  done | xargs -0 cp --parents -t "$dest"
+}
+
+# On every core (pytest-xdist; GPUFABRIC_UNIT_WORKERS=1 for one process), the 20 slowest tests listed at the end;
+# GPUFABRIC_UNIT_TESTS="tests/unit/test_x.py ..." runs only those. The suite runs from a copy of the shipped files in a folder with nothing beside it, as a user's clone is: CI's
+# checkout has a shared/ folder beside it that no clone has, and a test that reads it must fail here
+# (tests/unit/test_self_contained.py says where). Only the build outputs the tests use come along: the collection
+# link (made anew, to the copy) and Prometheus' tools (build/tools).
 stage_unit() {
-  pytest -q -n "${GPUFABRIC_UNIT_WORKERS:-auto}" --dist worksteal --durations=20 tests/unit
+  local copy="${TMPDIR:-/tmp}/gpufabric-unit/rdma"
+  copy_shipped_files "$copy"
+  mkdir -p "$copy/build/collections/ansible_collections/gpufabric"
+  ln -sfn "$copy" "$copy/build/collections/ansible_collections/gpufabric/rdma"
+  [[ -d build/tools ]] && ln -sfn "$top/build/tools" "$copy/build/tools"
+  (cd "$copy" && GPUFABRIC_CLONE_CHECK=1 ANSIBLE_COLLECTIONS_PATH="$copy/build/collections" ANSIBLE_CONFIG="$copy/ansible.cfg" \
+     pytest -q -n "${GPUFABRIC_UNIT_WORKERS:-auto}" --dist worksteal --durations=20 ${GPUFABRIC_UNIT_TESTS:-tests/unit})
 }
 
 # ansible-test insists on running inside ansible_collections/<ns>/<name>; give it a copy of
@@ -17,11 +36,9 @@ stage_unit() {
 # outside this checkout: inside it, ansible-test would ask our git and see only ignored files.
 stage_sanity() {
   local base="${TMPDIR:-/tmp}/gpufabric-sanity"
+  rm -rf "$base"
+  copy_shipped_files "$base/ansible_collections/gpufabric/rdma"
   local dest="$base/ansible_collections/gpufabric/rdma"
-  rm -rf "$base" && mkdir -p "$dest"
-  git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
-    [[ -e "$f" ]] && printf '%s\0' "$f"
-  done | xargs -0 cp --parents -t "$dest"
   # ansible-test bootstraps each sanity venv with a get-pip.py it downloads from a host we
   # cannot reach; put the offline stand-in where it looks first.
   local pip_version cache

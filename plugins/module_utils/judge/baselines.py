@@ -18,11 +18,11 @@ __metaclass__ = type
 GIB = 1 << 30
 
 BUILTIN = [
-    # Our measurements (docs/benchmarks/, ../shared/fixtures): NCCL 2.28.9, nccl-tests 2.19.6, NVLS off.
+    # Our measurements (docs/benchmarks/, tests/unit/fixtures/nccl_tests): NCCL 2.28.9, nccl-tests 2.19.6, NVLS off.
     {"kind": "nccl_busbw", "gpu": "H200", "gpus": 8, "interconnect": "nvlink", "collective": "all_reduce",
-     "size": 4 * GIB, "value": 365.0, "source": "8x H200 NVSwitch, all_reduce_perf -g 8 (shared/fixtures/h200x8/ar_g8.txt)"},
+     "size": 4 * GIB, "value": 365.0, "source": "8x H200 NVSwitch, all_reduce_perf -g 8 (tests/unit/fixtures/nccl_tests/all_reduce_g8_h200x8.txt)"},
     {"kind": "nccl_busbw", "gpu": "H200", "gpus": 8, "interconnect": "nvlink", "collective": "all_gather",
-     "size": GIB, "value": 344.2, "source": "8x H200 NVSwitch, all_gather_perf over mpirun (shared/fixtures/h200x8/ag_mpi.txt)"},
+     "size": GIB, "value": 344.2, "source": "8x H200 NVSwitch, all_gather_perf over mpirun (tests/unit/fixtures/nccl_tests/all_gather_mpi_h200x8.txt)"},
     {"kind": "nccl_busbw", "gpu": "H200", "gpus": 2, "interconnect": "nvlink", "collective": "all_reduce",
      "size": 4 * GIB, "value": 345.2, "source": "2x H200 NV18, mpirun -np 2 (docs/benchmarks/2026-11-22-h200x2-validate)"},
     {"kind": "nccl_busbw", "gpu": "H200", "gpus": 2, "interconnect": "nvlink", "collective": "all_reduce",

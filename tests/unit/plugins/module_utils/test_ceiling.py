@@ -1,5 +1,5 @@
 """What the hardware can carry (issue 41, point 1), derived from what discovery records, on real captures:
-8x H200 NVSwitch (../shared/fixtures/h200x8: nvidia-smi -q -x, topo -m, all_reduce_perf -g 8), 4x H200 with NVLink
+8x H200 NVSwitch (tests/unit/fixtures: nvidia-smi -q -x, topo -m, all_reduce_perf -g 8), 4x H200 with NVLink
 peer-to-peer on and off (docs/benchmarks/2026-11-27-h200x4-p2p) and the 2x H200 record discovery wrote
 (docs/benchmarks/2026-11-22-h200x2-discover/facts.json, a record of an earlier release: no compute capability)."""
 
@@ -14,7 +14,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-H200X8 = os.path.join(ROOT, "..", "shared", "fixtures", "h200x8")
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 H200X4 = os.path.join(ROOT, "docs", "benchmarks", "2026-11-27-h200x4-p2p")
 H200X2 = os.path.join(ROOT, "docs", "benchmarks", "2026-11-22-h200x2-discover", "facts.json")
 
@@ -25,8 +25,8 @@ def _read(*parts):
 
 
 def _h200x8():
-    facts = gpu_parse.parse_nvidia_smi_xml(_read(H200X8, "nvidia_smi_q.xml"))
-    facts.update(topology=gpu_parse.parse_nvidia_topo(_read(H200X8, "topo_m.txt")), compute_capabilities=["9.0"])
+    facts = gpu_parse.parse_nvidia_smi_xml(_read(FIXTURES, "nvidia_smi", "q_h200x8.xml"))
+    facts.update(topology=gpu_parse.parse_nvidia_topo(_read(FIXTURES, "nvidia_smi", "topo_h200x8.txt")), compute_capabilities=["9.0"])
     return facts
 
 
@@ -45,7 +45,7 @@ def test_8x_h200_nvswitch_carries_18_links_a_gpu_and_its_real_run_reaches_three_
     found = ceiling.node_ceiling(_h200x8(), 8)
     assert found == {"busbw": 450.0, "link": "nvlink",
                      "bound": "NVLink 4: 18 links x 25 GB/s a direction per GPU, through NVSwitch"}
-    size, busbw = _figure(H200X8, "ar_g8.txt")
+    size, busbw = _figure(FIXTURES, "nccl_tests", "all_reduce_g8_h200x8.txt")
     failure, note, ratio = ceiling.judge(size, busbw, found)
     assert (size, failure, note) == (4 << 30, None, None) and round(ratio, 2) == 0.81
 

@@ -21,9 +21,9 @@ def runs():
 
 def test_judge_marks_every_run_replayed_from_a_capture(runs):
     (plain,) = validation.judge(runs)
-    (replayed,) = validation.judge(runs, replayed_from="shared/fixtures/h200x2/hand_mpirun.txt")
+    (replayed,) = validation.judge(runs, replayed_from="captures/h200x2/hand_mpirun.txt")
     assert "replayed_from" not in plain and plain["label"] == "mpirun"
-    assert replayed["replayed_from"] == "shared/fixtures/h200x2/hand_mpirun.txt"
+    assert replayed["replayed_from"] == "captures/h200x2/hand_mpirun.txt"
     assert replayed["label"] == "mpirun" and replayed["passed"] is True  # the label stays short
     assert validation.summary_rows([replayed])[0][-1] == "PASS (replayed)"
 
