@@ -16,26 +16,47 @@ description:
     program_install role copies exactly what the program can import - never a hand-kept list.
   - Returns the module_utils as paths without C(.py), relative to C(plugins/module_utils) (C(text), C(fleet/monitor)),
     sorted. A program or module that cannot be read or parsed fails naming it.
+  - With O(install_as) and O(directory), returns instead one entry per file to install, the program first (what the
+    program_install role compares with what a node has, installs in one archive with the
+    C(gpufabric.rdma.program_archive) lookup, and names in check and diff mode).
 options:
   _terms:
     description: The program's path, relative to the collection's root.
     required: true
+  install_as:
+    description: The program's file name in O(directory); with it, the files to install are returned.
+    type: str
+  directory:
+    description: The program's directory on the node; the module_utils go under
+      C(ansible_collections/gpufabric/rdma/plugins/module_utils) there.
+    type: str
 """
 
 EXAMPLES = r"""
 - name: What the decider imports
   ansible.builtin.debug:
     msg: "{{ lookup('gpufabric.rdma.program_closure', 'roles/remediator/files/gpufabric_remediator.py', wantlist=True) }}"
+
+- name: The decider's files, where the remediator role installs them
+  ansible.builtin.debug:
+    msg: >-
+      {{ lookup('gpufabric.rdma.program_closure', 'roles/remediator/files/gpufabric_remediator.py',
+                install_as='remediator.py', directory='/opt/gpufabric-remediator', wantlist=True) }}
 """
 
 RETURN = r"""
 _raw:
-  description: The module_utils, as paths relative to plugins/module_utils without C(.py).
+  description:
+    - The module_utils, as paths relative to plugins/module_utils without C(.py).
+    - "With O(install_as) and O(directory): one dict a file, the program first, then by path: C(src) (relative to the
+      collection), C(dest) (relative to O(directory)), C(path) (O(directory)/C(dest)), C(size) (bytes), C(sha256), and
+      C(key) (C(path) and C(sha256) with a space between, as the role matches them with what the node has)."
   type: list
-  elements: str
+  elements: raw
 """
 
 import ast
+import hashlib
 import os
 
 from ansible.errors import AnsibleLookupError
@@ -43,6 +64,8 @@ from ansible.plugins.lookup import LookupBase
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PREFIX = "ansible_collections.gpufabric.rdma.plugins.module_utils"
+# Where a program's module_utils go, relative to its directory: what `import ansible_collections....` finds there.
+TREE = "ansible_collections/gpufabric/rdma/plugins/module_utils"
 
 
 def _imports(path):
@@ -84,11 +107,37 @@ def closure(program):
     return sorted(seen)
 
 
+def _entry(src, dest, directory):
+    with open(os.path.join(ROOT, src), "rb") as handle:
+        data = handle.read()
+    path = "%s/%s" % (directory, dest)
+    sha256 = hashlib.sha256(data).hexdigest()
+    return {"src": src, "dest": dest, "path": path, "size": len(data), "sha256": sha256, "key": "%s %s" % (path, sha256)}
+
+
+def install_files(program, install_as, directory):
+    """The files that install ``program`` as ``directory``/``install_as`` with its closure: the program first."""
+    if not install_as or "/" in install_as or install_as in (".", ".."):
+        raise AnsibleLookupError("program_closure: install_as is the program's file name in its directory, got %r" % (install_as,))
+    if not directory or not directory.startswith("/"):
+        raise AnsibleLookupError("program_closure: directory is the program's absolute directory on the node, got %r" % (directory,))
+    directory = directory.rstrip("/")   # "/" too: "" + "/" + dest
+    return [_entry(program, install_as, directory)] + [
+        _entry("plugins/module_utils/%s.py" % name, "%s/%s.py" % (TREE, name), directory) for name in closure(program)]
+
+
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
+        unknown = sorted(set(kwargs) - {"install_as", "directory"})
+        if unknown:
+            raise AnsibleLookupError("program_closure: unknown option %s (it takes install_as and directory)" % ", ".join(unknown))
+        install_as, directory = kwargs.get("install_as"), kwargs.get("directory")
         out = []
         for term in terms:
             if not isinstance(term, str) or term.startswith("/") or ".." in term.split("/"):
                 raise AnsibleLookupError("program_closure: give a program's path relative to the collection, got %r" % (term,))
-            out += [name for name in closure(term) if name not in out]
+            if install_as is not None or directory is not None:
+                out += install_files(term, install_as, directory)
+            else:
+                out += [name for name in closure(term) if name not in out]
         return out

@@ -3,7 +3,9 @@ test says what it must never contain: a node program does not ship the decider's
 relay do not ship the node's checks. Each program runs on its host with the standard library only."""
 
 import ast
+import hashlib
 import os
+import re
 
 import pytest
 
@@ -61,3 +63,27 @@ def test_the_lookup_takes_only_a_path_inside_the_collection():
     for bad in ("/etc/passwd", "../x.py", None):
         with pytest.raises(AnsibleLookupError, match="relative to the collection"):
             LookupModule().run([bad])
+
+
+def test_the_files_to_install_name_each_file_with_its_place_size_and_checksum():
+    files = LookupModule().run([RELAY], install_as="relay.py", directory="/opt/relay/")
+    assert files[0] == dict(program_closure._entry(RELAY, "relay.py", "/opt/relay"), dest="relay.py", path="/opt/relay/relay.py")
+    with open(os.path.join(ROOT, RELAY), "rb") as handle:
+        data = handle.read()
+    assert (files[0]["size"], files[0]["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
+    assert files[0]["key"] == "/opt/relay/relay.py " + files[0]["sha256"]
+    assert [f["src"] for f in files[1:]] == ["plugins/module_utils/%s.py" % n for n in closure(RELAY)]
+    text = [f for f in files if f["src"] == "plugins/module_utils/common/text.py"][0]
+    assert text["dest"] == "ansible_collections/gpufabric/rdma/plugins/module_utils/common/text.py"
+    assert text["path"] == "/opt/relay/" + text["dest"]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"install_as": "relay.py"}, "directory is the program's absolute directory on the node, got None"),
+    ({"install_as": "bin/relay.py", "directory": "/opt/relay"}, "install_as is the program's file name in its directory, got 'bin/relay.py'"),
+    ({"install_as": "relay.py", "directory": "opt/relay"}, "directory is the program's absolute directory on the node, got 'opt/relay'"),
+    ({"install_as": "relay.py", "dir": "/opt/relay"}, "unknown option dir (it takes install_as and directory)"),
+])
+def test_the_files_to_install_need_a_file_name_and_an_absolute_directory(options, message):
+    with pytest.raises(AnsibleLookupError, match=re.escape(message)):
+        LookupModule().run([RELAY], **options)
