@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 name: program_archive
 author: gpufabric.rdma maintainers (@gpufabric)
 short_description: One tar archive of a program's files, written on the controller for one transfer to a node
-version_added: 0.3.0
+version_added: 0.9.0
 description:
   - Packs the files that the C(gpufabric.rdma.program_closure) lookup lists (given O(install_as) and O(directory))
     into one uncompressed tar in the controller's temporary directory and returns its path, so the program_install

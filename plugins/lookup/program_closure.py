@@ -26,10 +26,12 @@ options:
   install_as:
     description: The program's file name in O(directory); with it, the files to install are returned.
     type: str
+    version_added: 0.9.0
   directory:
     description: The program's directory on the node; the module_utils go under
       C(ansible_collections/gpufabric/rdma/plugins/module_utils) there.
     type: str
+    version_added: 0.9.0
 """
 
 EXAMPLES = r"""
