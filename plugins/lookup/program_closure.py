@@ -52,7 +52,8 @@ _raw:
     - The module_utils, as paths relative to plugins/module_utils without C(.py).
     - "With O(install_as) and O(directory): one dict a file, the program first, then by path: C(src) (relative to the
       collection), C(dest) (relative to O(directory)), C(path) (O(directory)/C(dest)), C(size) (bytes), C(sha256), and
-      C(key) (C(path) and C(sha256) with a space between, as the role matches them with what the node has)."
+      C(key) (C(path) and the SHA-1 with a space between, as the role matches them with what C(ansible.builtin.find)
+      reads on the node)."
   type: list
   elements: raw
 """
@@ -113,8 +114,9 @@ def _entry(src, dest, directory):
     with open(os.path.join(ROOT, src), "rb") as handle:
         data = handle.read()
     path = "%s/%s" % (directory, dest)
-    sha256 = hashlib.sha256(data).hexdigest()
-    return {"src": src, "dest": dest, "path": path, "size": len(data), "sha256": sha256, "key": "%s %s" % (path, sha256)}
+    # key: what ansible.builtin.find reads back on the node (SHA-1, its only checksum before ansible-core 2.19)
+    return {"src": src, "dest": dest, "path": path, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+            "key": "%s %s" % (path, hashlib.sha1(data).hexdigest())}
 
 
 def install_files(program, install_as, directory):

@@ -93,4 +93,4 @@ def test_it_installs_the_programs_import_closure_in_one_transfer_and_removes_cod
 
     again = _play(tmp_path, "-vvv", suffix="/")
     assert "changed=0" in again, again[-2000:]
-    assert _node_calls(again) == (1, 0)   # one find reads every file's SHA-256
+    assert _node_calls(again) == (1, 0)   # one find reads every file's checksum
