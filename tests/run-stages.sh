@@ -7,11 +7,17 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-# Copy exactly the files git would ship (tracked, plus untracked ones not ignored) to $1.
+# Copy exactly the files git would ship (tracked, plus untracked ones not ignored) to $1; outside a git work tree
+# (the collection's tarball unpacked), every file but the build outputs.
 copy_shipped_files() {
   local dest=$1
   rm -rf "$dest" && mkdir -p "$dest"
-  git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard
+  else
+    find . \( -path ./build -o -path ./.venv -o -path ./vendor-src -o -path ./dist -o -name .pytest_cache \
+              -o -name __pycache__ \) -prune -o \( -type f -o -type l \) -printf '%P\0'
+  fi | while IFS= read -r -d '' f; do
     [[ -e "$f" ]] && printf '%s\0' "$f"
   done | xargs -0 cp --parents -t "$dest"
 }
