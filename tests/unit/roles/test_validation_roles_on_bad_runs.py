@@ -4,7 +4,9 @@ binaries (tests/stubs/misbehave.py) that print a real capture, print an aborted 
 - a threshold that is not a number stops the play before anything is built or run (the stub log is empty);
 - a run that printed no result table gives a written report with that run FAILED and why, and the play
   fails naming it;
-- a --check run runs nothing, and still writes its report with every run FAILED as not run, and fails.
+- a --check run runs nothing, prints what a real run would run, leaves the last real run's reports (summary, runs,
+  picture, figures) as they were, and passes: a plan is not a failure (issue 52; it used to overwrite a PASS report
+  with "FAIL: 0 of 2 runs passed" and fail).
 """
 
 import json
@@ -85,15 +87,39 @@ def test_nccl_tests_reports_a_run_without_a_table(tmp_path):
     assert "**FAIL**: 0 of 1 run(s) passed." in summary and "Test NCCL failure common.cu:959" in summary
 
 
-def test_nccl_tests_check_mode_runs_nothing_and_says_so(tmp_path):
+def _last_real_run(directory, names):
+    """A report directory as a real run left it: each file with content of its own -> {name: content}."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = dict((name, "last real run's %s: **PASS**\n" % name) for name in names)
+    for name, content in files.items():
+        (directory / name).write_text(content)
+    return files
+
+
+def _unchanged(directory, files):
+    return dict((p.name, p.read_text()) for p in directory.iterdir()) == files
+
+
+def test_nccl_tests_check_mode_runs_nothing_and_keeps_the_last_report(tmp_path):
+    kept = _last_real_run(tmp_path / "report", ["runs.json", "summary.md", "busbw.svg", "gpufabric_nccl_tests.prom"])
     rc, out = _play(tmp_path, "nccl_tests", _nccl_tests_vars(tmp_path), check=True,
                     env={"STUB_ALL_REDUCE_PERF_MODE": "file:" + GOOD})
-    assert rc != 0 and calls(tmp_path / "calls.jsonl") == []
-    assert ("no result table: not run: Command would have run if not in check mode: check mode measures nothing"
-            in out), out[-3000:]
-    (run,) = json.loads((tmp_path / "report" / "runs.json").read_text())
-    assert run["passed"] is False and run["result"]["collective"] is None
-    assert "FAIL" in (tmp_path / "report" / "summary.md").read_text()
+    assert rc == 0 and calls(tmp_path / "calls.jsonl") == [], out[-3000:]
+    assert _unchanged(tmp_path / "report", kept)
+    assert ("check mode measures nothing: the reports in %s (runs.json, summary.md, busbw.svg, gpufabric_nccl_tests.prom) "
+            "are left as the last real run wrote them; a real run would:" % (tmp_path / "report")) in out, out[-3000:]
+    assert '"run h1: all_reduce_perf -g 1"' in out, out[-3000:]
+    assert "FAIL" not in out and "nccl-tests failed" not in out
+
+
+def test_perftest_check_mode_runs_nothing_and_keeps_the_last_report(tmp_path):
+    kept = _last_real_run(tmp_path / "perftest", ["perftest.json", "perftest.md", "gpufabric_perftest.prom"])
+    rc, out = _play(tmp_path, "perftest", {"perftest_install": False, "perftest_report_dir": str(tmp_path / "perftest")},
+                    hosts=("h1", "h2"), check=True)
+    assert rc == 0, out[-3000:]
+    assert _unchanged(tmp_path / "perftest", kept)
+    assert '"measure ib_write_bw from h2 to h1"' in out, out[-3000:]
+    assert "perftest failed" not in out
 
 
 def _burnin_vars(tmp_path, **extra):
@@ -111,16 +137,15 @@ def test_burnin_refuses_a_bad_floor_before_running(tmp_path):
     assert calls(tmp_path / "calls.jsonl") == []
 
 
-def test_burnin_check_mode_runs_nothing_and_reports_every_pair(tmp_path):
+def test_burnin_check_mode_runs_nothing_and_keeps_the_last_report(tmp_path):
+    kept = _last_real_run(tmp_path / "burnin", ["burnin.json", "burnin.md", "burnin-heatmap.svg", "gpufabric_burnin.prom"])
     rc, out = _play(tmp_path, "burnin", _burnin_vars(tmp_path), hosts=("h1", "h2"), check=True,
                     env={"STUB_MPIRUN_MODE": "file:" + GOOD})
-    assert rc != 0 and calls(tmp_path / "calls.jsonl") == []
-    report = json.loads((tmp_path / "burnin" / "burnin.json").read_text())
-    (pair,) = report["results"]
-    assert pair["busbw"] is None and pair["error"].startswith("not run: Command would have run if not in check mode")
-    # a pair that did not run is "not run", never a bad link h1-h2 or a slow host (it used to be named one)
-    assert "burn-in not run: not run (1 of 1 runs): Command would have run if not in check mode" in out
-    assert "bad link h1-h2" not in out and "slow host h" not in out
+    assert rc == 0 and calls(tmp_path / "calls.jsonl") == [], out[-3000:]
+    assert _unchanged(tmp_path / "burnin", kept)
+    assert '"run nccl-tests across h1 and h2 (round 1)"' in out, out[-3000:]
+    # a pair that did not run is neither a bad link h1-h2 nor a slow host, and a plan is no failure
+    assert "bad link h1-h2" not in out and "slow host h" not in out and "burn-in not run" not in out
 
 
 def test_perftest_refuses_bad_limits_before_running(tmp_path):
