@@ -84,3 +84,23 @@ def test_burnin_check_run_warns_of_no_unset_dcgm_level(tmp_path):
     assert rc == 0, out[-3000:]
     assert "is undefined" not in out and "[WARNING]" not in out, out[-3000:]
     assert not (tmp_path / "burnin").exists()
+
+
+def test_hang_by_job_id_without_a_slurm_host_fails_at_once_saying_what_to_set(tmp_path):
+    """Before: squeue ran on the controller ("No such file or directory") after three host pattern warnings."""
+    rc, out = _run(tmp_path, "gpufabric.rdma.hang", "-e", "job_id=4242")
+    assert rc != 0, out[-2000:]
+    assert ("job_id=4242 is looked up with squeue on a Slurm host, and the inventory names none: add a slurm_controller "
+            "group (a host where squeue runs), set -e hang_slurm_host=<host> (localhost if this machine is a Slurm login "
+            "node), or name the job's nodes instead with -e '{\"hang_nodes\": [\"node1\", \"node2\"]}'") in out, out[-2000:]
+    assert "squeue" not in out.split("Check that a host can ask Slurm")[0] and "No such file" not in out
+    assert "Could not match supplied host pattern" not in out
+
+
+def test_hang_with_no_answer_warns_of_no_missing_group(tmp_path):
+    """No node answers (nothing listens on the port): no suspect, no decider group - and no host pattern warning."""
+    rc, out = _run(tmp_path, "gpufabric.rdma.hang", "-e", '{"hang_nodes": ["n1"], "hang_port": 9, "hang_timeout": 5}',
+                   "-e", "hang_report_dir=%s" % (tmp_path / "hang"))
+    assert rc == 0, out[-3000:]
+    assert "Could not match supplied host pattern" not in out and "[WARNING]" not in out, out[-3000:]
+    assert (tmp_path / "hang" / "hang.md").exists()
