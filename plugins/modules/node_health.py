@@ -34,7 +34,11 @@ description:
   - Read-only - never changes the node; supports check mode.
 options:
   expected_gpu_count:
-    description: GPUs the node should have; unset skips the check.
+    description:
+      - GPUs the node should have; unset skips the count.
+      - Where C(nvidia-smi) is missing, GPUs are still expected when NVIDIA GPUs sit on the PCI bus (sysfs); the check
+        is then critical (C(nvidia_smi)) and the report incomplete. A node with no GPU expected and no C(nvidia-smi) is
+        fine.
     type: int
   expected_rdma_devices:
     description: RDMA devices the node should have; unset skips the check.

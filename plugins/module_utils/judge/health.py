@@ -352,6 +352,39 @@ def gpu_memory_findings(host, gpus, max_retired_pages=60):
     return found
 
 
+# What to do when nvidia-smi does not give an answer, by how it failed. A GPU lost from the bus is the usual reason it hangs.
+NVIDIA_SMI_FIXES = {
+    "hung": "a GPU lost from the PCIe bus often hangs nvidia-smi: look for Xid 79 / 'fallen off the bus' in `dmesg`, "
+            "drain the node and reboot it; reseat or replace the GPU if it happens again",
+    "failed": "the NVIDIA driver does not answer: check `dmesg` for NVRM and Xid errors, that the nvidia module is "
+              "loaded (`lsmod | grep nvidia`) and built for the running kernel; reboot if a GPU fell off the bus",
+    "missing": "install the NVIDIA driver (it ships nvidia-smi), or give nvidia_smi_path",
+}
+
+
+def nvidia_smi_findings(host, problem, expected_gpu_count=None, pci_gpus=()):
+    """(findings, what could not be read) when nvidia-smi gave no answer (``problem``: (how, detail) or None).
+
+    A hung or failing nvidia-smi is critical and leaves the GPUs unread. A missing one matters where GPUs are expected:
+    the site expects a count, or NVIDIA GPUs sit on the PCI bus (sysfs.read_pci_gpus) - then it is critical and the
+    report is incomplete; on a node with neither, no nvidia-smi is what it should be.
+    """
+    if problem is None:
+        return [], []
+    how, detail = problem
+    unread = ["nvidia-smi: %s" % detail]
+    if how == "missing":
+        if expected_gpu_count:
+            detail = "%s: cannot count GPUs (%d expected)" % (detail, expected_gpu_count)
+        elif pci_gpus:
+            addresses = [g.get("address") or "?" for g in pci_gpus]
+            detail = "%s: %d NVIDIA GPU(s) on the PCI bus cannot be read (%s%s)" % (
+                detail, len(addresses), ", ".join(addresses[:4]), ", ..." if len(addresses) > 4 else "")
+        else:
+            return [], []
+    return [finding("nvidia_smi", "critical", host, detail, NVIDIA_SMI_FIXES[how])], unread
+
+
 def rising_counters(before, after):
     """Two readings -> [(port, counter, before, after)] for every error counter that rose."""
     rising = []

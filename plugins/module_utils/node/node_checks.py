@@ -48,15 +48,8 @@ def _kernel_log(opts, runner):
     return None, "; ".join(why) or "neither journalctl nor dmesg is installed"
 
 
-# What to do when nvidia-smi does not give an answer, by how it failed. A GPU lost from the bus is
-# the usual reason it hangs.
-NVIDIA_SMI_FIXES = {
-    "hung": "a GPU lost from the PCIe bus often hangs nvidia-smi: look for Xid 79 / 'fallen off the bus' in `dmesg`, "
-            "drain the node and reboot it; reseat or replace the GPU if it happens again",
-    "failed": "the NVIDIA driver does not answer: check `dmesg` for NVRM and Xid errors, that the nvidia module is "
-              "loaded (`lsmod | grep nvidia`) and built for the running kernel; reboot if a GPU fell off the bus",
-    "missing": "install the NVIDIA driver (it ships nvidia-smi), or give nvidia_smi_path",
-}
+# What to do when nvidia-smi does not give an answer (judge/health.py); the name stays for callers of this module.
+NVIDIA_SMI_FIXES = health.NVIDIA_SMI_FIXES
 
 
 def _nvidia_smi(opts, runner):
@@ -120,18 +113,6 @@ def _pause_counters(opts, runner, netdevs, unreadable):
         else:
             unreadable.append("pause counters of %s: %s" % (netdev, result.describe()))
     return counters
-
-
-def _nvidia_smi_findings(host, problem, expected_gpu_count):
-    """A hung or failing nvidia-smi is critical; a missing one only where GPUs are expected."""
-    if problem is None:
-        return []
-    how, detail = problem
-    if how == "missing":
-        if not expected_gpu_count:
-            return []
-        detail = "%s: cannot count GPUs (%d expected)" % (detail, expected_gpu_count)
-    return [finding("nvidia_smi", "critical", host, detail, NVIDIA_SMI_FIXES[how])]
 
 
 def _dcgm_findings(host, opts, runner, unreadable, level, timeout):
@@ -231,9 +212,11 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
 
     smi = _nvidia_smi(opts, runner)     # found once, for the GPUs and their NVLinks
     gpu_count, memory, clocks, smi_problem = _gpus(smi, runner)
-    if smi_problem and (smi_problem[0] != "missing" or opts["expected_gpu_count"]):
-        unreadable.append("nvidia-smi: %s" % smi_problem[1])
-    found += _nvidia_smi_findings(host, smi_problem, opts["expected_gpu_count"])
+    # Without nvidia-smi, GPUs are expected where the site expects a count or NVIDIA GPUs sit on the PCI bus.
+    pci_gpus = sysfs.read_pci_gpus(opts["sysfs_root"]) if smi_problem and smi_problem[0] == "missing" else []
+    smi_findings, smi_unread = health.nvidia_smi_findings(host, smi_problem, opts["expected_gpu_count"], pci_gpus)
+    found += smi_findings
+    unreadable += smi_unread
     found += health.gpu_memory_findings(host, memory, opts["max_retired_pages"])
     found += rates.clock_findings(host, clocks)
 

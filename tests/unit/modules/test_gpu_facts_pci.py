@@ -7,7 +7,7 @@ NIC and one H100), with no driver bound, and the 8x H200 capture's own PCI addre
 import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
-from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts
+from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts, node_health
 from moduletest import run_module, stub_bin, stub_path
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "fixtures"))
@@ -70,6 +70,22 @@ def test_a_gpu_on_the_bus_without_nvidia_smi_is_not_ready(tmp_path, monkeypatch)
                                "0000:00:06.0 (driver none)")
     assert "NVIDIA driver" in found["fix_hint"]
     assert "gpu_driver" in readiness.render_text(report)
+
+
+def test_node_health_on_a_gpu_node_without_nvidia_smi_is_incomplete_and_says_why(tmp_path, monkeypatch):
+    """Issue 52 item 5: without expected_gpu_count it said complete and healthy beside "nvidia-smi not found", the
+    report the decider resumes nodes on. The GPU on the bus is what says GPUs are expected."""
+    monkeypatch.setenv("PATH", str(stub_path(tmp_path, monkeypatch)))   # no nvidia-smi anywhere
+    args = {"kernel_log": os.devnull, "procfs_root": str(tmp_path), "command_timeout": 5}
+    result = run_module(node_health, dict(args, sysfs_root=str(_captured_tree(tmp_path))))
+    assert result["complete"] is False and result["healthy"] is False
+    assert result["unreadable"] == ["nvidia-smi: nvidia-smi not found"]
+    (found,) = [f for f in result["findings"] if f["check"] == "nvidia_smi"]
+    assert (found["severity"], found["detail"]) == (
+        "critical", "nvidia-smi not found: 1 NVIDIA GPU(s) on the PCI bus cannot be read (0000:00:06.0)")
+    # a node with no GPU on the bus and none expected needs no nvidia-smi: complete and healthy
+    result = run_module(node_health, dict(args, sysfs_root=str(tmp_path / "nosys")))
+    assert result["complete"] is True and result["healthy"] is True and result["findings"] == []
 
 
 def test_a_driver_that_does_not_answer_is_named_with_its_message(tmp_path, monkeypatch):

@@ -224,3 +224,22 @@ def test_one_parse_of_the_nvidia_smi_xml_serves_both_readers(read_fixture):
     assert gpu.attached_gpu_count(root) == 8
     with pytest.raises(gpu.GpuParseError):
         gpu.nvidia_smi_root("<html/>")
+
+
+@pytest.mark.parametrize("problem, expected, pci, detail", [
+    (("missing", "nvidia-smi not found"), None, [], None),
+    (("missing", "nvidia-smi not found"), 4, [], "nvidia-smi not found: cannot count GPUs (4 expected)"),
+    (("missing", "nvidia-smi not found"), None, [{"address": "0000:%02x:00.0" % i} for i in range(6)],
+     "nvidia-smi not found: 6 NVIDIA GPU(s) on the PCI bus cannot be read (0000:00:00.0, 0000:01:00.0, 0000:02:00.0, "
+     "0000:03:00.0, ...)"),
+    (("hung", "nvidia-smi did not answer within 30 s"), None, [], "nvidia-smi did not answer within 30 s"),
+])
+def test_a_missing_nvidia_smi_matters_where_gpus_are_expected(problem, expected, pci, detail):
+    found, unread = health.nvidia_smi_findings("n1", problem, expected, pci)
+    if detail is None:   # no GPU expected, none on the bus: a node without GPUs needs no nvidia-smi
+        assert (found, unread) == ([], [])
+        return
+    (finding,) = found
+    assert (finding["check"], finding["severity"], finding["detail"]) == ("nvidia_smi", "critical", detail)
+    assert unread == ["nvidia-smi: %s" % problem[1]]
+    assert health.nvidia_smi_findings("n1", None, expected, pci) == ([], [])
