@@ -27,6 +27,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import inputs
 KINDS = {"str": "text", "path": "a path", "int": "a whole number", "float": "a number", "bool": "true or false",
          "list": "a list", "dict": "a mapping", "raw": "a value", "bytes": "a size in bytes", "bits": "a size in bits",
          "jsonarg": "JSON text", "json": "JSON text"}
+ELEMENTS = {"str": "text", "path": "paths", "int": "whole numbers", "float": "numbers", "bool": "true or false",
+            "dict": "mappings", "list": "lists", "raw": "values"}
 PLAYBOOK = "playbook"
 
 
@@ -81,7 +83,7 @@ def _expected(spec):
         return "one of " + ", ".join(_shown(choice) for choice in spec["choices"])
     kind = KINDS.get(spec.get("type") or "str", spec.get("type"))
     if spec.get("type") == "list" and spec.get("elements"):
-        kind += " of " + ("mappings" if spec["elements"] == "dict" else KINDS.get(spec["elements"], spec["elements"]))
+        kind += " of " + ELEMENTS.get(spec["elements"], spec["elements"])
     return kind
 
 
