@@ -11,7 +11,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 WRITERS = ("ansible.builtin.copy", "ansible.builtin.template", "ansible.builtin.file", "copy", "template", "file")
 # Files on the controller that are not reports: the site's own baselines file, written on purpose with
 # -e gpufabric_record_baseline=true.
-NOT_REPORTS = {("roles/_common/tasks/run_report.yml", "Record this run as the site's baseline (gpufabric_record_baseline=true)")}
+# Controller writes that are not reports: the site's baseline record, and the temporary archive program_archive made
+# for one install (removed once unpacked, whatever happened).
+NOT_REPORTS = {("roles/_common/tasks/run_report.yml", "Record this run as the site's baseline (gpufabric_record_baseline=true)"),
+               ("roles/_common/tasks/program_install.yml", "Remove the archive from the controller")}
 
 
 def _tasks(items, delegated=False):
