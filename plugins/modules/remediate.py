@@ -69,7 +69,9 @@ options:
     default: {}
   state_dir:
     description:
-      - The decider's directory (ledger C(decider.json), outbox, lock); created, and owned, when missing.
+      - The decider's directory (ledger C(decider.json), outbox C(decider.outbox.json), lock); created, and owned,
+        when missing. The outbox - the messages not yet delivered - lives apart from the ledger, so a damaged ledger
+        does not lose them; a damaged outbox is set aside and its loss told (C(outbox-lost)).
       - C(decider.history.json) beside the ledger is the second copy of its drains and resumes; a ledger deleted,
         damaged or not ours is rebuilt from it. When the copy is lost too, every drain and resume is held for one
         C(rate_limit.interval) and the decisions say why ("drain budget unknown", "resume budget unknown").
@@ -157,7 +159,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import ownership
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (
-    certificate, decider, decider_settings, delivery, protocol, remediation)
+    certificate, decider, decider_settings, protocol, remediation)
 
 
 def main():
@@ -236,10 +238,7 @@ def main():
     if module._diff:
         out["diff"] = {"before": "", "after": "".join("%s\n" % d["text"] for d in acted)}
     if not module.check_mode and config["webhooks"]:
-        state_path, lock_path = decider.paths(config["state_dir"])
-        out["delivery"] = delivery.deliver_state(state_path, lock_path, decider.check_state, config["webhooks"],
-                                                 lines.append, deadline=config["deliver_deadline"],
-                                                 timeout=config["timeout"], max_per_run=config["max_per_run"])
+        out["delivery"] = decider.deliver(config, lines.append)
     if failed:
         module.fail_json(msg="could not act on %s" % "; ".join("%s: %s" % (d["node"], d["error"]) for d in failed), **out)
     module.exit_json(**out)

@@ -33,6 +33,29 @@ XID_79 = ("2026-11-23T18:00:00+00:00 {node} kernel: NVRM: Xid (PCI:0000:18:00): 
           "GPU has fallen off the bus.\n")
 
 
+def lose(path, loss):
+    """A state file lost: deleted, truncated mid-write, or replaced by another program's file."""
+    if loss == "deleted":
+        os.unlink(path)
+    else:
+        with open(path, "w") as handle:
+            handle.write('{"ledger": {"version": 1, "no' if loss == "truncated" else '{"hello": "another program"}')
+
+
+def kill_in_apply(monkeypatch, scheduler, after):
+    """The decider dies in ``scheduler.apply`` (decider.Slurm or decider.Kubernetes): ``after`` the scheduler took the
+    command (it never hears the answer), else before the command ran (what a SIGKILL leaves: the intent saved).
+    Returns the real apply, to put back."""
+    real_apply = scheduler.apply
+
+    def killed(self, decision, record, now):
+        if after:
+            real_apply(self, decision, record, now)
+        raise SystemExit("killed")
+    monkeypatch.setattr(scheduler, "apply", killed)
+    return real_apply
+
+
 class Cluster(object):
     """Nodes (kernel logs and state dirs), the stand-in slurmctld, the decider service, and the receiver."""
 

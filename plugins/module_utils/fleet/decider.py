@@ -2,24 +2,26 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one decider of a cluster, where it touches the world: the scheduler's records and clock, the
-ledger and outbox on disk, the drain and resume commands. The decisions are remediation.plan's (pure).
+ledger and outbox on disk (the outbox in a file of its own, so a damaged ledger never takes the undelivered messages
+with it), the drain and resume commands. The decisions are remediation.plan's (pure).
 
 The remediator service (roles/remediator/files/gpufabric_remediator.py) calls ``decide`` for each batch
 of node reports; the ``remediate`` module (playbooks/remediate.yml, AWX) calls it once for the whole
 inventory. Both take the same lock and read the same ledger, so there is one decider even when both run:
 
-1. lock the state directory; read the ledger and outbox, and the second copy of the decision history (a damaged
-   file, or one not ours, is set aside);
+1. lock the state directory; read the ledger, the outbox (OUTBOX_FILE) and the second copy of the decision history (a
+   damaged file, or one not ours, is set aside; a lost outbox is told);
 2. read the whole fleet and the clock from the scheduler (Slurm: `sinfo` with SLURM_TIME_FORMAT=%s and
    `sdiag`; Kubernetes: `kubectl get nodes -o json`); anything unreadable stops here - could not act;
    without a ledger it is rebuilt first: the drains and resumes from the history copy, our drains in effect from the
    scheduler (their reasons), and with no usable history every drain and resume held for one interval (ledger.rebuild);
-3. plan (pure; open intents reconciled with the scheduler first: a drain it took while the decider was down is told
-   now), save the ledger and its history copy - the decisions as intents - before anything is done (a full disk
-   stops here);
+3. plan (pure; open intents reconciled with the scheduler first: a drain or resume it took while the decider was
+   down is told now, one it never took is dropped), save the ledger and its history copy - the decisions as intents -
+   before anything is done (a full disk stops here);
 4. carry out each drain and resume after reading the node again (a node someone else drained or resumed
-   meanwhile is left alone; a failed one waits a backoff before it is tried again), confirm what the scheduler took,
-   then queue the messages of what it answered (a failure once per episode) and save again.
+   meanwhile is left alone; a failed one waits a backoff before it is tried again, and counts toward no limit),
+   confirm what the scheduler took, then queue the messages of what it answered (a failure once per episode) and
+   save the outbox, then the ledger: a crash in between tells a decision twice, never not at all.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,14 +31,15 @@ __metaclass__ = type
 import json
 import os
 import socket
+import time
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (
-    certificate, evidence, k8s_nodes, messages, outbox, remediation, slurm_nodes)
+    certificate, delivery, evidence, k8s_nodes, messages, outbox, remediation, slurm_nodes)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics as render_metrics
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
     HISTORY_FILE, check_history, check_ledger, confirmed, empty_ledger, held_until, history_of, rebuild, rebuilt_text,
-    restore)
+    restore, settle)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import is_ours
 
 
@@ -158,7 +161,8 @@ def check_state(data):
     if not isinstance(data, dict):
         raise ValueError("not an object")
     check_ledger(data.get("ledger"))
-    outbox.check(data.get("outbox"))
+    if "outbox" in data:   # a ledger saved before the outbox had its own file: moved there when read (_open_outbox)
+        outbox.check(data["outbox"])
     if not isinstance(data.get("rebuild", False), bool) or not isinstance(data.get("lost", ""), str):
         raise ValueError("rebuild must be true or false, and lost a text")
     failing = data.get("failing", {})
@@ -170,11 +174,19 @@ def check_state(data):
 
 
 def empty_state():
-    return {"ledger": empty_ledger(), "outbox": {}, "last_error": None, "failing": {}}
+    return {"ledger": empty_ledger(), "last_error": None, "failing": {}}
 
 
 def paths(state_dir):
     return os.path.join(state_dir, "decider.json"), os.path.join(state_dir, "decider.lock")
+
+
+# The messages waiting for the webhooks, apart from the ledger (outbox.check_file's shape).
+OUTBOX_FILE = "decider.outbox.json"
+
+
+def outbox_path(state_dir):
+    return os.path.join(state_dir, OUTBOX_FILE)
 
 
 def history_path(state_dir):
@@ -186,37 +198,46 @@ def default_name():
     return "gpufabric-remediator@%s" % socket.gethostname().split(".")[0]
 
 
-def merge_records(saved, annotated):
-    """Kubernetes: the Nodes' annotations hold the real drains and resumes (an AWX run writes them too);
-    the decider's own file keeps what the annotations cannot - shadow decisions, when a node was last
-    unhealthy (the breaker), whether it is held back (told once)."""
-    nodes = dict(saved)
-    for name, record in annotated.items():
-        mine = saved.get(name) or {}
-        merged = dict(mine)
-        for key in ("drains", "resumes"):
-            merged[key] = sorted([e for e in mine.get(key) or [] if e.get("shadow")] + list(record.get(key) or []),
-                                 key=lambda e: e.get("at", 0))
-        # A drain still open in our file that the Node's annotation holds: the patch went through and the decider
-        # died before it heard so. It stays an open intent, so reconcile confirms it and it is told.
-        intent = ([e for e in mine.get("drains") or [] if not e.get("shadow")] or [{}])[-1]
-        real = [e for e in merged["drains"] if not e.get("shadow")]
-        if intent.get("pending") and real and (real[-1].get("at"), real[-1].get("reason")) == (intent["at"], intent.get("reason")):
-            merged["drains"] = [dict(e, pending=True) if e is real[-1] else e for e in merged["drains"]]
-        nodes[name] = merged
-    return nodes
-
-
-def _queue(state, config, told, now, log):
+def _queue(box, config, told, now, log):
+    """Queue what is told for every webhook; returns whether the outbox changed (else it need not be written)."""
     names = [w["name"] for w in config["webhooks"]]
-    gone = outbox.forget(state["outbox"], names)
+    gone = outbox.forget(box, names)
     if gone:
         log("%d message(s) for webhooks no longer configured were dropped" % gone)
     for message in told:
         body = messages.decision_payload(config["cluster"], config["name"] or default_name(), message, now)
-        dropped = outbox.enqueue(state["outbox"], names, body, now)
+        dropped = outbox.enqueue(box, names, body, now)
         if dropped:
             log("outbox full: %d old message(s) dropped to keep %d per webhook" % (dropped, outbox.MAX_PENDING))
+    return bool(gone or (told and names))
+
+
+def _open_outbox(config, state, act, log):
+    """(box, told, changed): the messages still waiting for the webhooks, from their own file. One that cannot be
+    used (damaged, or not ours) is set aside and its loss told first; the outbox of a ledger saved before the outbox
+    had a file of its own is moved in (kept ahead of anything newer)."""
+    data, aside = statefile.load_json(outbox_path(config["state_dir"]), outbox.check_file, set_aside=act)
+    box = data["outbox"] if data else {}
+    changed = False
+    if state is not None and "outbox" in state:
+        outbox.merge(box, state.pop("outbox"))
+        changed = True
+    if not aside:
+        return box, [], changed
+    log(aside)
+    return box, [{"node": config["name"] or default_name(), "check": "remediation", "target": "decider outbox",
+                  "severity": "critical", "status": "outbox-lost", "policy": None,
+                  "detail": "%s: the messages it held for the webhooks (decided, not yet delivered) are lost; the "
+                            "decider's log and ledger hold what it decided" % aside,
+                  "action": "undelivered messages lost: the outbox %s could not be read" % OUTBOX_FILE}], True
+
+
+def deliver(config, log, clock=time.time):
+    """Send what the decider's outbox holds (delivery.deliver_state over OUTBOX_FILE, under the decider's lock); a
+    damaged file is left for the next decision to set aside and tell."""
+    return delivery.deliver_state(outbox_path(config["state_dir"]), paths(config["state_dir"])[1], outbox.check_file,
+                                  config["webhooks"], log, deadline=config["deliver_deadline"], timeout=config["timeout"],
+                                  max_per_run=config["max_per_run"], clock=clock, set_aside=False)
 
 
 def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60, certificates=None):
@@ -237,12 +258,14 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60, 
             for line in (warning, history_warning):
                 if line:
                     log(line)
+            box, lost_box, moved = _open_outbox(config, state, act, log)
             state = _lost(state, warning, history, history_warning)
             try:
                 fleet, now, records = scheduler.read()
             except CouldNotAct as exc:
-                return _could_not_act(state, state_path, config, reports, str(exc), clock(), log, act, warning)
+                return _could_not_act(state, box, lost_box, config, reports, str(exc), clock(), log, act, warning)
             ledger, told = _ledger_to_plan(state, history, records, fleet, now, config, scheduler.kind, log)
+            told = lost_box + told
             result = remediation.plan(reports, fleet, ledger, settings, now, decider_name, certificates)
             _log_reconciled(result["reconciled"], scheduler.kind, log)
             if not act:
@@ -252,8 +275,13 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60, 
             state["last_error"] = None
             failing = state.setdefault("failing", {})
             saved = _copied(history)
+            # What is known before anything is done - a lost outbox, a rebuild, what the scheduler took while the decider
+            # was down - is queued and saved with the intents: the intents are settled now, so a decider that dies
+            # before its last save must have told it already.
+            queued = _queue(box, config, told + remediation.confirmed_messages(result["reconciled"], scheduler.kind),
+                            now, log)
             try:  # the decisions are recorded (the ledger and its second copy) before anything is done
-                saved = _save(config["state_dir"], state, now, saved)
+                saved = _save(config["state_dir"], state, now, saved, box if moved or queued else None)
             except statefile.StateError as exc:
                 return dict(result, error="%s: nothing was done (a decision that cannot be recorded is not carried out)"
                             % exc, warning=warning, now=now, decisions=[dict(d, action="none", error=str(exc))
@@ -272,9 +300,9 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60, 
             # What happened, told once the scheduler answered: never "DRAINED" before (or instead of) a failure,
             # and a failing action once per episode, not on every report.
             said = [d for d in result["decisions"] if not d.get("error") or d.get("new_failure")]
-            _queue(state, config, told + remediation.messages(dict(result, decisions=said), scheduler.kind), now, log)
+            queued = _queue(box, config, remediation.messages(dict(result, decisions=said), scheduler.kind), now, log)
             try:
-                _save(config["state_dir"], state, now, saved)
+                _save(config["state_dir"], state, now, saved, box if queued else None)
             except statefile.StateError as exc:
                 log("%s; what was done is not recorded as told" % exc)
             return dict(result, error=None, warning=warning, now=now)
@@ -292,7 +320,7 @@ def _ledger_to_plan(state, history, records, fleet, now, config, kind, log):
         ledger = dict(ledger, nodes=dict(ledger["nodes"]))
         restored = restore(ledger, history)
     if records is not None:  # Kubernetes: the real history lives on the Nodes
-        ledger = dict(ledger, nodes=merge_records(ledger["nodes"], records))
+        ledger = dict(ledger, nodes=k8s_nodes.merge_records(ledger["nodes"], records))
     if not state.pop("rebuild", False):
         return ledger, []
     ledger = dict(ledger)
@@ -318,13 +346,20 @@ def _lost(state, warning, history, history_warning):
 
 
 def _copied(history):
-    """What a history copy holds, its time aside (a copy is written again only when this changed)."""
-    return dict((k, v) for k, v in history.items() if k != "saved_at") if history is not None else None
+    """What a history copy holds, its time aside, as text (a copy is written again only when this changed). Text, not
+    the entries themselves: they are the ledger's, and settling an intent in place would change the copy's memory of
+    what was saved too - the settled drain was then never written, and a restore told it again."""
+    if history is None:
+        return None
+    return json.dumps(dict((k, v) for k, v in history.items() if k != "saved_at"), sort_keys=True)
 
 
-def _save(state_dir, state, now, saved):
-    """Save the state, then the second copy of its decision history when that changed (most batches change no drain
-    or resume: one write, not two); returns what the copy holds. StateError when either cannot be written."""
+def _save(state_dir, state, now, saved, box=None):
+    """Save the outbox when given (what is told is saved before the ledger that says it was done), the state, then the
+    second copy of its decision history when that changed (most batches change no drain or resume: one write, not
+    two); returns what the copy holds. StateError when any cannot be written."""
+    if box is not None:
+        statefile.save_json(outbox_path(state_dir), outbox.as_file(box))
     statefile.save_json(paths(state_dir)[0], state)
     second = history_of(state["ledger"], now)
     if _copied(second) != saved:
@@ -334,11 +369,16 @@ def _save(state_dir, state, now, saved):
 
 def _log_reconciled(reconciled, kind, log):
     for entry in reconciled["confirmed"]:
-        log("%s: the drain of %s recorded before the decider stopped was taken (%s): confirmed, and told now"
-            % (kind, entry["node"], entry.get("reason")))
-    for node in reconciled["dropped"]:
-        log("%s: the drain of %s recorded before the decider stopped never reached the scheduler: dropped (it counts "
-            "toward no limit; the node's next report decides again)" % (kind, node))
+        log("%s: the %s of %s recorded before the decider stopped was taken (%s): confirmed, and told now"
+            % (kind, entry["action"], entry["node"], entry.get("reason")))
+    for entry in reconciled["dropped"]:
+        if entry["action"] == "drain":
+            log("%s: the drain of %s recorded before the decider stopped never reached the scheduler: dropped (it counts "
+                "toward no limit; the node's next report decides again)" % (kind, entry["node"]))
+        else:
+            log("%s: the resume of %s recorded before the decider stopped never reached the scheduler (it still holds the "
+                "drain %s): dropped - it counts toward no limit, its certificate is not spent, and the node's next report "
+                "decides again" % (kind, entry["node"], entry.get("reason")))
 
 
 # A drain or resume that fails is tried again on a later report after this many seconds, doubling up to the last.
@@ -358,8 +398,7 @@ def _carry_out(scheduler, decision, record, failing, now, log):
             argv = scheduler.apply(decision, confirmed(record), now)
             decision["done"] = True
             failing.pop(key, None)
-            if decision["action"] == "drain" and record.get("drains"):
-                record["drains"][-1].pop("pending", None)   # the scheduler took it: no longer an open intent
+            _settle(record, decision["action"], True)   # the scheduler took it: no longer an open intent
             log("%s: ran %s" % (scheduler.kind, " ".join(argv)))
             return
         except (CouldNotAct, ValueError) as exc:
@@ -370,8 +409,14 @@ def _carry_out(scheduler, decision, record, failing, now, log):
             decision["new_failure"] = episode is None
             log("%s: could not act on %s: %s" % (scheduler.kind, decision["node"], exc))
     decision["done"], decision["error"] = False, error
-    if decision["action"] == "drain" and record.get("drains"):
-        record["drains"].pop()  # it did not happen: it must not count towards escalation or the rate limit
+    # It did not happen: it counts toward no limit (a drain toward no escalation), and a resume's certificate is kept.
+    _settle(record, decision["action"], False)
+
+
+def _settle(record, action, taken):
+    entries = record.get(action + "s") or []
+    if entries and entries[-1].get("pending"):
+        settle(record, action + "s", taken)
 
 
 def ask_for_evidence(result, state, settings):
@@ -393,7 +438,7 @@ def metrics_text(config):
     state, ignored = statefile.load_json(paths(config["state_dir"])[0], check_state, set_aside=False)
     state = state or empty_state()
     base = {"cluster": config["cluster"]}
-    samples = certificate.mttr_samples(state["ledger"])
+    samples = certificate.mttr_samples(_settled(state["ledger"]))
     received = list((state.get("evidence") or {}).values())
     held = held_until(state["ledger"].get("rebuilt"))
     return render_metrics.render([
@@ -412,6 +457,12 @@ def metrics_text(config):
                               "Bytes of the evidence bundles the decider's state records",
                               [(base, sum(e.get("bytes") or 0 for e in received))]),
     ])
+
+
+def _settled(ledger):
+    """The ledger without its open intents (a resume not yet known to have happened has no MTTR)."""
+    return {"nodes": dict((name, dict(record, resumes=[e for e in record.get("resumes") or [] if not e.get("pending")]))
+                          for name, record in ledger["nodes"].items())}
 
 
 def evidence_dir(config):
@@ -486,17 +537,21 @@ def _none(node, why):
             "out_of_service": False}
 
 
-def _could_not_act(state, state_path, config, reports, why, now, log, act, warning):
-    """Nothing can be decided: every report gets 'could not act'; the humans hear it once per cause."""
+def _could_not_act(state, box, told, config, reports, why, now, log, act, warning):
+    """Nothing can be decided: every report gets 'could not act'; the humans hear it once per cause (and a lost outbox
+    at once: its file is set aside already)."""
     log("could not act: %s" % why)
     if act and state.get("last_error") != why:
         state["last_error"] = why
-        _queue(state, config, [{"node": config["name"] or default_name(), "check": "remediation", "target": "scheduler",
-                                "severity": "critical", "status": "could-not-act", "policy": None,
-                                "detail": "the decider could not read the scheduler: %s; nothing is drained or resumed "
-                                          "until it can" % why, "action": "could not act"}], now, log)
+        told = told + [{"node": config["name"] or default_name(), "check": "remediation", "target": "scheduler",
+                        "severity": "critical", "status": "could-not-act", "policy": None,
+                        "detail": "the decider could not read the scheduler: %s; nothing is drained or resumed "
+                                  "until it can" % why, "action": "could not act"}]
+    if act and told:   # the outbox first, with the ledger (an outbox moved out of it) right after
+        _queue(box, config, told, now, log)
         try:
-            statefile.save_json(state_path, state)
+            statefile.save_json(outbox_path(config["state_dir"]), outbox.as_file(box))
+            statefile.save_json(paths(config["state_dir"])[0], state)
         except statefile.StateError as exc:
             log(str(exc))
     return {"decisions": [_none(node, why) for node in sorted(reports)], "error": why, "warning": warning,

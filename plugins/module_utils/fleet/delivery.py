@@ -96,26 +96,26 @@ def deliver(box, webhooks, commit, log, deadline=60, timeout=10, max_per_run=20,
 
 
 def deliver_state(state_path, lock_path, check_state, webhooks, log, deadline=60, timeout=10, max_per_run=20,
-                  clock=time.time, lock_wait=60):
+                  clock=time.time, lock_wait=60, set_aside=True):
     """Send a state file's outbox (``state["outbox"]``), recording each delivery in the file as it happens.
 
     One sender at a time: a second process that finds another one sending the same outbox leaves it to
     that one (two senders would post the same messages twice). Returns deliver()'s totals plus
     ``pending`` (what still waits) and ``busy`` (another sender had it). StateError when the file
-    cannot be read.
+    cannot be read. ``set_aside=False``: a damaged file is left where it is, for its owner to set aside and tell.
     """
     with statefile.Lock(lock_path + ".send", wait=0) as sender:
         if not sender.held:
             return {"sent": 0, "failed": 0, "save_error": None, "pending": None, "busy": True}
         with statefile.Lock(lock_path, lock_wait):
-            state, warning = statefile.load_json(state_path, check_state)
+            state, warning = statefile.load_json(state_path, check_state, set_aside)
         if warning:
             log(warning)
         box = dict((name, list(queue)) for name, queue in ((state or {}).get("outbox") or {}).items())
 
         def commit(sent, failures):
             with statefile.Lock(lock_path, lock_wait):
-                current, again = statefile.load_json(state_path, check_state)
+                current, again = statefile.load_json(state_path, check_state, set_aside)
                 if current is None:
                     raise statefile.StateError("%s vanished while sending%s" % (state_path, ": " + again if again else ""))
                 for name, message_id in sent:
@@ -126,7 +126,7 @@ def deliver_state(state_path, lock_path, check_state, webhooks, log, deadline=60
 
         totals = deliver(box, webhooks, commit, log, deadline, timeout, max_per_run, clock)
         with statefile.Lock(lock_path, lock_wait):
-            current, ignored = statefile.load_json(state_path, check_state)
+            current, ignored = statefile.load_json(state_path, check_state, set_aside)
         totals["pending"] = outbox.count((current or {}).get("outbox") or {})
         totals["busy"] = False
         return totals

@@ -2,8 +2,8 @@
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kubernetes Nodes as the decider reads and changes them: the fleet and each Node's ledger record from a NodeList
-(our taint, our cordon annotation, the ledger annotation), and the JSON patch of a drain or resume that touches
-only what is ours. Pure: kubectl is run by decider.py.
+(our taint, our cordon annotation, the ledger annotation), the records merged with the decider's own file, and the
+JSON patch of a drain or resume that touches only what is ours. Pure: kubectl is run by decider.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -138,3 +138,33 @@ def k8s_json_patch(node_obj, decision, record, now):
         if ((node_obj or {}).get("spec") or {}).get("unschedulable"):
             ops.append({"op": "replace", "path": "/spec/unschedulable", "value": False})
     return ops
+
+
+def merge_records(saved, annotated):
+    """Kubernetes: the Nodes' annotations hold the real drains and resumes (an AWX run writes them too);
+    the decider's own file keeps what the annotations cannot - shadow decisions, when a node was last
+    unhealthy (the breaker), whether it is held back (told once), and an open intent."""
+    nodes = dict(saved)
+    for name, record in annotated.items():
+        mine = saved.get(name) or {}
+        merged = dict(mine)
+        for key in ("drains", "resumes"):
+            merged[key] = _with_intent(sorted([e for e in mine.get(key) or [] if e.get("shadow")] + list(record.get(key) or []),
+                                              key=lambda e: e.get("at", 0)),
+                                       ([e for e in mine.get(key) or [] if not e.get("shadow")] or [{}])[-1])
+        nodes[name] = merged
+    return nodes
+
+
+def _with_intent(entries, intent):
+    """A drain or resume still open in our file stays open: when the Node's annotation holds it (same time and reason)
+    the patch went through and the decider died before it heard so - reconcile confirms it and it is told; when the
+    annotation does not, the patch never went through - reconcile drops it (and a resume's certificate goes back)."""
+    if not intent.get("pending"):
+        return entries
+    real = [e for e in entries if not e.get("shadow")]
+    if real and (real[-1].get("at"), real[-1].get("reason")) == (intent["at"], intent.get("reason")):
+        return [intent if e is real[-1] else e for e in entries]
+    if real and real[-1].get("at", 0) > intent["at"]:
+        return entries   # the Node holds a later decision (another decider's run): the intent was overtaken
+    return entries + [intent]

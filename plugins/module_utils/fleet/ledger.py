@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The decider's ledger: what it remembers between runs (each node's drains with the findings recorded at
 the drain, its resumes, the cause it was last held back by; the open circuit breaker), checked when read back,
-reconciled with the scheduler (a drain recorded as an intent before the decider acts is confirmed or dropped),
-and rebuilt when it was lost: from its second copy, the decision history (HISTORY_FILE: every node's drains and
-resumes, written with the ledger), or, when that is lost too, from the scheduler with every drain and resume held
-for one interval.
+reconciled with the scheduler (a drain or resume recorded as an intent before the decider acts is settled: confirmed,
+or dropped with a resume's certificate put back), and rebuilt when it was lost: from its second copy, the decision
+history (HISTORY_FILE: every node's drains and resumes, written with the ledger), or, when that is lost too, from the
+scheduler with every drain and resume held for one interval.
 
 Pure functions, standard library only; decider.py keeps the ledger and its history on disk (Slurm) or on each Node
 (Kubernetes, the LEDGER_ANNOTATION), remediation.plan reads and updates it.
@@ -28,6 +28,10 @@ LEDGER_VERSION = 1
 # The second copy of the decision history, beside the ledger in the decider's state directory.
 HISTORY_FILE = "decider.history.json"
 HISTORY_KIND = "gpufabric decider history"
+# An open resume keeps here the certificate it would spend: put back when the resume did not happen.
+KEPT_CERTIFICATE = "certificate_kept"
+# What only an open intent carries (the Node's annotation never holds it).
+INTENT_KEYS = ("pending", KEPT_CERTIFICATE)
 
 
 def empty_ledger():
@@ -77,9 +81,14 @@ def check_record(record, name="node"):
             if not isinstance(entry, dict) or entry.get("at") is None or not _number_or_none(entry.get("at")):
                 raise ValueError("%s: every entry of %s needs a time 'at'" % (name, key))
             if key == "drains" and (not isinstance(entry.get("findings", []), list)
-                                    or not all(isinstance(f, str) for f in entry.get("findings", []))
-                                    or not isinstance(entry.get("reason", ""), (str, type(None)))):
+                                    or not all(isinstance(f, str) for f in entry.get("findings", []))):
                 raise ValueError("%s: a drain needs findings (texts) and a reason" % name)
+            if not isinstance(entry.get("reason", ""), (str, type(None))) or not isinstance(entry.get("pending", False), bool):
+                raise ValueError("%s: an entry of %s needs a reason (a text) and pending true or false" % (name, key))
+            if entry.get(KEPT_CERTIFICATE) is not None:
+                certificate.check_stored(entry[KEPT_CERTIFICATE], name)
+                if entry[KEPT_CERTIFICATE].get("at") is None or not _number_or_none(entry[KEPT_CERTIFICATE]["at"]):
+                    raise ValueError("%s: the kept certificate needs a time 'at'" % name)
     if record.get("certificate") is not None:
         certificate.check_stored(record["certificate"], name)
         if record["certificate"].get("at") is None or not _number_or_none(record["certificate"]["at"]):
@@ -90,23 +99,41 @@ def check_record(record, name="node"):
 
 
 def reconcile(ledger, fleet):
-    """Open intents against what the scheduler shows (in place). A drain is recorded as an intent (``pending``)
-    before the decider acts and confirmed once the scheduler took it; a decider killed in between leaves it open.
-    One the scheduler shows (the node drained with that reason) is confirmed; one it does not never happened and is
-    dropped, so it counts toward no limit. Returns {"confirmed": [...], "dropped": [...]} node names."""
+    """Open intents against what the scheduler shows (in place). A drain or a resume is recorded as an intent
+    (``pending``) before the decider acts, and settled once the scheduler answered; a decider killed in between
+    leaves it open, and the next run settles it here. A drain is taken when the scheduler shows the node drained with
+    that reason; a resume when it no longer does (the node is in service, drained by someone else since, or gone).
+    An intent not taken never happened: it is dropped and counts toward no limit (a resume's certificate goes back).
+    Until then it counts: an open resume is a resume. Returns {"confirmed": [...], "dropped": [...]}: the entries,
+    each with its ``node``, ``action`` (drain or resume) and ``now`` (the scheduler's entry for the node, or None)."""
     done = {"confirmed": [], "dropped": []}
     for name in sorted(ledger["nodes"]):
-        drains = ledger["nodes"][name].get("drains") or []
-        if not drains or not drains[-1].get("pending"):
-            continue
-        entry = fleet.get(name) or {}
-        if entry.get("drained") and entry.get("reason") == drains[-1].get("reason"):
-            drains[-1].pop("pending")
-            done["confirmed"].append(name)
-        else:
-            drains.pop()
-            done["dropped"].append(name)
+        record = ledger["nodes"][name]
+        for key, action in (("drains", "drain"), ("resumes", "resume")):
+            entries = record.get(key) or []
+            if not entries or not entries[-1].get("pending"):
+                continue
+            now = fleet.get(name)
+            holds = bool(now and now.get("drained") and now.get("reason") == entries[-1].get("reason"))
+            taken = holds if action == "drain" else not holds
+            entry = settle(record, key, taken)
+            done["confirmed" if taken else "dropped"].append(dict(entry, node=name, action=action, now=now))
     return done
+
+
+def settle(record, key, taken):
+    """The open intent ending ``record[key]`` (drains or resumes) settled, in place; returns it. Taken: the mark goes
+    (a resume spends its certificate). Not taken: the entry goes, and a resume's certificate is put back unless a
+    newer one was recorded since."""
+    entry = record[key][-1]
+    if taken:
+        record[key][-1] = dict((k, v) for k, v in entry.items() if k not in INTENT_KEYS)
+        return record[key][-1]
+    record[key].pop()
+    kept = entry.get(KEPT_CERTIFICATE)
+    if kept is not None and (record.get("certificate") or {}).get("at", -1) < kept.get("at", 0):
+        record["certificate"] = kept
+    return dict((k, v) for k, v in entry.items() if k != KEPT_CERTIFICATE)
 
 
 def history_of(ledger, saved_at):
@@ -197,8 +224,11 @@ def rebuilt_text(rebuilt, scheduler):
 
 
 def confirmed(record):
-    """The record with its last drain confirmed: what the decider keeps, and hands the scheduler, once it took it."""
+    """The record with its open intents as the scheduler will hold them once it took them: what the Node's annotation
+    is patched with (Kubernetes), never an open mark or a kept certificate."""
     record = dict(record)
-    if record.get("drains") and record["drains"][-1].get("pending"):
-        record["drains"] = record["drains"][:-1] + [dict((k, v) for k, v in record["drains"][-1].items() if k != "pending")]
+    for key in ("drains", "resumes"):
+        entries = record.get(key) or []
+        if entries and any(k in entries[-1] for k in INTENT_KEYS):
+            record[key] = entries[:-1] + [dict((k, v) for k, v in entries[-1].items() if k not in INTENT_KEYS)]
     return record

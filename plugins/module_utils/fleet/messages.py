@@ -45,13 +45,15 @@ def payload(cluster, host, event, kind, now, message_id=None):
 
 DECISION_TITLES = {"drained": "DRAINED", "resumed": "RESUMED", "held": "HELD BACK", "escalated": "ESCALATED",
                    "shadow": "SHADOW MODE", "could-not-act": "COULD NOT ACT", "breaker-open": "CIRCUIT BREAKER OPEN",
-                   "breaker-closed": "CIRCUIT BREAKER CLOSED", "rebuilt": "DECIDER STATE REBUILT"}
+                   "breaker-closed": "CIRCUIT BREAKER CLOSED", "rebuilt": "DECIDER STATE REBUILT",
+                   "outbox-lost": "MESSAGES LOST"}
 DECIDER_SOURCE = "gpufabric.rdma.remediator"
 
 
 def decision_payload(cluster, decider, message, now, message_id=None):
     """A decision of the remediation decider as a message: drained, resumed, held back, escalated, shadow,
-    could-not-act, breaker-open, breaker-closed or rebuilt; ``message`` comes from remediation.messages."""
+    could-not-act, breaker-open, breaker-closed, rebuilt or outbox-lost; ``message`` comes from remediation.messages
+    (or the decider's own, for its state and its outbox)."""
     event_id = "gd-" + hashlib.sha256(("%s\n%s\n%s\n%.3f" % (
         cluster, message["node"], message["status"], now)).encode("utf-8")).hexdigest()[:16]
     return {

@@ -17,6 +17,10 @@ __metaclass__ = type
 import copy
 
 MAX_PENDING = 1000
+# An outbox kept in a file of its own (the decider's), apart from the state that decides: a damaged ledger never takes
+# the undelivered messages with it. The file is {"kind": FILE_KIND, "version": 1, "outbox": {...}}.
+FILE_KIND = "gpufabric outbox"
+FILE_VERSION = 1
 
 
 def check(outbox):
@@ -28,6 +32,31 @@ def check(outbox):
                 isinstance(m, dict) and isinstance(m.get("id"), str) and isinstance(m.get("body"), dict) for m in queue):
             raise ValueError("outbox %r must be a list of messages with id and body" % name)
     return outbox
+
+
+def check_file(data):
+    """An outbox file read back from disk, or ValueError when it is not one of ours (the caller sets it aside)."""
+    if not isinstance(data, dict) or data.get("kind") != FILE_KIND or data.get("version") != FILE_VERSION:
+        raise ValueError("not a version %d outbox file of gpufabric" % FILE_VERSION)
+    check(data.get("outbox"))
+    return data
+
+
+def as_file(outbox):
+    return {"kind": FILE_KIND, "version": FILE_VERSION, "outbox": outbox}
+
+
+def merge(outbox, older, limit=MAX_PENDING):
+    """Put the messages of ``older`` (an outbox saved before) ahead of each queue, once (by message id); returns how
+    many old messages had to fall off full queues (the newest are kept)."""
+    dropped = 0
+    for name, queue in older.items():
+        have = set(m["id"] for m in outbox.get(name) or [])
+        outbox[name] = [m for m in queue if m["id"] not in have] + list(outbox.get(name) or [])
+        if len(outbox[name]) > limit:
+            dropped += len(outbox[name]) - limit
+            del outbox[name][:len(outbox[name]) - limit]
+    return dropped
 
 
 def enqueue(outbox, names, body, now, limit=MAX_PENDING):

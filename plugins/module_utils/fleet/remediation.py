@@ -43,7 +43,8 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, evidence
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import LEDGER_ANNOTATION, empty_ledger, reconcile
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
+    KEPT_CERTIFICATE, LEDGER_ANNOTATION, empty_ledger, reconcile)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import (
     drain_findings, drain_reason, finding_key, findings_from_reason, is_escalated, is_ours)
 
@@ -115,15 +116,6 @@ def _maintenance(decision, keys, entry, shadow):
     return True
 
 
-def _reconciled(ledger, fleet):
-    """The ledger's open intents reconciled with the scheduler (in place): {"confirmed": [the drain entries the
-    scheduler took while the decider was not there to hear it, each with its node], "dropped": [node names]}.
-    A confirmed drain was never told (the decider tells a drain once the scheduler answered): messages tells it."""
-    done = reconcile(ledger, fleet)
-    return {"confirmed": [dict(ledger["nodes"][name]["drains"][-1], node=name) for name in done["confirmed"]],
-            "dropped": done["dropped"]}
-
-
 def _rebuilt_holds(ledger, now):
     """(drains_from, resumes_from): before these times (the scheduler's clock) a ledger rebuilt without its history
     makes no drain and no resume. Once both have passed the ledger holds every decision since and the mark goes."""
@@ -162,7 +154,7 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
     a node drained for them, idle and in no other need: what remediate.yml changes), and for a resume certificate, mttr}.
     """
     ledger = copy.deepcopy(ledger) if ledger else empty_ledger()
-    reconciled = _reconciled(ledger, fleet)
+    reconciled = reconcile(ledger, fleet)   # open intents first: what the scheduler took while the decider was down
     rules = settings["policy"]
     limits, breaker_cfg, escalation = settings["rate_limit"], settings["circuit_breaker"], settings["escalation"]
     shadow = settings["mode"] == "shadow"
@@ -354,10 +346,15 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
                     extra["certificate"] = dict(certificate.brief(cert), cleared=recorded)
                     why += "; %s" % certificate.text(cert)
                     rec.pop("certificate", None)   # one certificate, one resume
+                    if not shadow:   # ... kept with the open resume: put back if the resume does not happen
+                        extra[KEPT_CERTIFICATE] = cert
                 decision.update(action="resume", reason=reason, findings=recorded, why=why,
                                 **dict((k, extra[k]) for k in ("certificate", "mttr") if k in extra))
+                # An open intent (pending) until the scheduler took it, like a drain: it counts toward max_resumes
+                # until it is known not to have happened (ledger.reconcile, settle).
                 rec["resumes"] = (rec.get("resumes") or [])[-(HISTORY - 1):] + [dict(
-                    {"at": now, "by": decider, "via": decision["via"]}, **extra)]
+                    {"at": now, "by": decider, "via": decision["via"], "reason": reason},
+                    **dict(extra, **({} if shadow else {"pending": True})))]
                 if current is not None and current.get("shadow"):
                     current["resumed"] = now
 
@@ -398,9 +395,9 @@ def messages(result, scheduler):
     """What the decider tells the webhooks about one batch: [{status, node, check, target, severity, detail,
     action, policy}]. Drains, resumes, escalations and failures one each; nodes newly held back by the same
     cause in one message (a fleet-wide alarm is one message, not one per node); breaker changes one per
-    partition. Decisions that changed nothing are not told. A drain the scheduler took while the decider was down
-    (confirmed by reconcile after the restart) is told first, once."""
-    out, held = _confirmed_messages(result.get("reconciled") or {}, scheduler), {}
+    partition. Decisions that changed nothing are not told. (What the plan's reconcile confirmed is confirmed_messages':
+    the decider saves it with the intents, before it acts.)"""
+    out, held = [], {}
     for decision in result["decisions"]:
         check, target = _check_target(decision["findings"])
         base = {"node": decision["node"], "check": check, "target": target or decision["node"],
@@ -438,20 +435,34 @@ def messages(result, scheduler):
     return out
 
 
-def _confirmed_messages(reconciled, scheduler):
-    """A drain the scheduler took while the decider died before it heard the answer, told once it is confirmed."""
+def confirmed_messages(reconciled, scheduler):
+    """A drain or resume the scheduler took while the decider died before it heard the answer, told once it is
+    confirmed (ledger.reconcile: the plan's result["reconciled"])."""
     out = []
+    who = {"slurm": "slurmctld", "kubernetes": "the API server"}.get(scheduler, scheduler)
     for entry in reconciled.get("confirmed") or []:
-        check, target = _check_target(entry.get("findings") or [])
-        decision = {"node": entry["node"], "action": "drain", "reason": entry.get("reason"), "held": False,
-                    "shadow": False, "why": ""}
-        detail = ("confirmed after the decider restarted: %s %s %s (the drain was recorded, then the decider stopped "
-                  "before it heard the answer)" % ({"slurm": "slurmctld", "kubernetes": "the API server"}.get(
-                      scheduler, scheduler), "drained" if scheduler == "slurm" else "cordoned and tainted", entry["node"]))
+        node, drain = entry["node"], entry["action"] == "drain"
+        check, target = _check_target(entry.get("findings") if drain else findings_from_reason(entry.get("reason"))[0])
+        if drain:
+            done = "%s %s" % ("drained" if scheduler == "slurm" else "cordoned and tainted", node)
+        elif not entry.get("now"):
+            done = "no longer lists %s (gpufabric's drain is gone with it)" % node
+        elif entry["now"].get("drained"):
+            done = "no longer holds gpufabric's drain of %s (drained since by someone else: %s)" % (
+                node, entry["now"].get("reason") or "no reason")
+        else:
+            done = "%s %s" % ("resumed" if scheduler == "slurm" else "uncordoned and untainted", node)
+        detail = ("confirmed after the decider restarted: %s %s (the %s was recorded, then the decider stopped before it "
+                  "heard the answer, or could not save that it did)" % (who, done, entry["action"]))
         if entry.get("evidence"):
             detail += "; evidence: %s in the decider's evidence store, collected by the node now" % entry["evidence"]
-        out.append({"node": entry["node"], "check": check, "target": target or entry["node"], "severity": "critical",
-                    "status": "escalated" if entry.get("escalated") else "drained", "detail": detail,
+        if entry.get("certificate"):
+            detail += "; certified: %s" % ", ".join(entry["certificate"].get("checks") or [])
+        decision = {"node": node, "action": entry["action"], "reason": entry.get("reason"), "held": False,
+                    "shadow": False, "why": "confirmed after the decider restarted; drained for %s" % entry.get("reason")}
+        status = ("escalated" if entry.get("escalated") else "drained") if drain else "resumed"
+        out.append({"node": node, "check": check, "target": target or node,
+                    "severity": "critical" if drain else "warning", "status": status, "detail": detail,
                     "action": decision_text(scheduler, decision), "policy": entry.get("policy")})
     return out
 

@@ -11,7 +11,8 @@ secret, and POST /v1/evidence for a bundle the decider asked for at a drain); th
 decided together, in one place, against the whole
 fleet as the scheduler records it (decider.decide; the decisions are remediation.plan's). Each node
 gets the decision about itself as the answer. Decisions and their messages are saved before anything
-is done or sent; a thread sends the outbox to the webhooks, each in its own thread and deadline.
+is done or sent (the messages in an outbox file of their own, decider.OUTBOX_FILE, which a damaged ledger leaves
+whole); a thread sends the outbox to the webhooks, each in its own thread and deadline.
 GET /v1/health answers how the decider is doing (the last batch, what waits to be sent); GET /metrics gives Prometheus
 each node's time from drain to resume (MTTR) and the evidence store's size.
 This file is the HTTP and threading glue; the knowledge is in module_utils, copied beside it.
@@ -29,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (  # noqa: E402
-    alerts, decider, decider_settings, delivery, evidence, messages, protocol, remediation, service)
+    alerts, decider, decider_settings, evidence, messages, protocol, remediation, service)
 
 try:
     import secrets
@@ -264,7 +265,6 @@ def serve(config, clock=time.time, log=_say, stop=None):
     threads = []
     server = service.Server((config["listen"], config["port"]), make_handler(config, nonces, batcher, threads, log),
                             MAX_CONNECTIONS)
-    state_path, lock_path = decider.paths(config["state_dir"])
 
     def deliver_loop():
         while not stop.is_set():
@@ -273,9 +273,7 @@ def serve(config, clock=time.time, log=_say, stop=None):
             if stop.is_set() or not config["webhooks"]:
                 continue
             try:
-                delivery.deliver_state(state_path, lock_path, decider.check_state, config["webhooks"], log,
-                                       deadline=config["deliver_deadline"], timeout=config["timeout"],
-                                       max_per_run=config["max_per_run"], clock=clock)
+                decider.deliver(config, log, clock=clock)
             except Exception as exc:  # the loop must outlive any one failure; it is said, and retried
                 log("delivery: %s" % exc)
 
@@ -306,10 +304,7 @@ def main(argv=None):
         sys.stderr.write("state_dir %s does not exist (the remediator role creates it)\n" % config["state_dir"])
         return 2
     if len(argv) == 3:
-        state_path, lock_path = decider.paths(config["state_dir"])
-        totals = delivery.deliver_state(state_path, lock_path, decider.check_state, config["webhooks"], _say,
-                                        deadline=config["deliver_deadline"], timeout=config["timeout"],
-                                        max_per_run=config["max_per_run"])
+        totals = decider.deliver(config, _say)
         return 1 if totals["failed"] or totals.get("save_error") else 0
     server, stop, threads = serve(config)
     _say("gpufabric-remediator: listening on %s:%d, %s mode, policy %s" % (

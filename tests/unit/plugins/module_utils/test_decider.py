@@ -10,7 +10,7 @@ import time
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider, decider_settings, k8s_nodes, protocol
-from decider_world import ROOT, SECRET, STUBS, _load, node_monitor, receiver_module, service
+from decider_world import ROOT, SECRET, STUBS, _load, kill_in_apply, node_monitor, receiver_module, service
 
 
 def test_a_fleet_wide_alarm_at_the_same_second_drains_exactly_max_nodes(cluster):
@@ -334,26 +334,62 @@ def test_on_kubernetes_a_drain_patched_while_the_decider_died_is_told_after_the_
     report = {"node": "n01", "findings": [{"check": "gpu_xid", "severity": "critical", "target": "n01/GPU 0",
                                            "detail": "Xid 79", "fix_hint": "-"}], "complete": True,
               "unreadable": [], "source": "timer"}
-    real_apply = decider.Kubernetes.apply
-
-    def killed(self, decision, record, now):
-        real_apply(self, decision, record, now)
-        raise SystemExit("killed")
-    monkeypatch.setattr(decider.Kubernetes, "apply", killed)
+    real_apply = kill_in_apply(monkeypatch, decider.Kubernetes, after=True)
     lines = []
     with pytest.raises(SystemExit):
         decider.decide({"n01": protocol.check_report(report)}, config, time.time, lines.append)
     assert json.loads((tmp_path / "nodes.json").read_text())[0]["spec"]["unschedulable"] is True
     monkeypatch.setattr(decider.Kubernetes, "apply", real_apply)
-    state_path, ignored = decider.paths(config["state_dir"])
     for again in range(2):   # the next batches: told once
         decider.decide({"n02": protocol.check_report(dict(report, node="n02", findings=[]))}, config, time.time,
                        lines.append)
-        with open(state_path) as handle:
+        with open(decider.outbox_path(config["state_dir"])) as handle:
             told = [m["body"] for m in json.load(handle)["outbox"].get("events", [])]
         assert [(m["status"], m["host"]) for m in told] == [("drained", "n01")], told
     assert told[0]["detail"].startswith("confirmed after the decider restarted: the API server cordoned and tainted n01 ")
     assert any("the drain of n01 recorded before the decider stopped was taken" in line for line in lines), lines
+
+
+def test_on_kubernetes_a_resume_the_decider_died_in_is_told_if_patched_and_dropped_if_not(tmp_path, kube, monkeypatch):
+    """Issue 53 on Kubernetes: a resume is an open intent like a drain. n01's patch (uncordon, taint removed, the
+    annotation with the resume) went through and the decider died before it heard so; n02's decider died before the
+    patch. Before, the annotation's record replaced the decider's own and a resume was never looked at again: n01 was
+    back in service untold. Now n01's is confirmed and told once - even though the run that confirmed it (n02's) died
+    too - and n02's is dropped, said, and spends nothing: n02 resumes on its next report."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"resourceVersion": "5"}, "spec": {}}
+    config = kube([dict(node, metadata=dict(node["metadata"], name=n)) for n in ("n01", "n02", "n03")],
+                  webhooks=[{"name": "events", "type": "generic", "url": "http://127.0.0.1:9/events"}])
+    config["remediation"]["rate_limit"].update(max_nodes=5, max_resumes=2)
+    lines = []
+
+    def report(name, faulty):
+        return {name: protocol.check_report({"node": name, "complete": True, "unreadable": [], "source": "timer",
+                                             "findings": [{"check": "gpu_xid", "severity": "critical", "detail": "Xid 79",
+                                                           "target": name + "/GPU 0", "fix_hint": "-"}] if faulty else []})}
+    decider.decide(dict(report("n01", True), **report("n02", True)), config, time.time, lines.append)
+    stored = dict((n["metadata"]["name"], n) for n in json.loads((tmp_path / "nodes.json").read_text()))
+    assert stored["n01"]["spec"]["unschedulable"] and stored["n02"]["spec"]["unschedulable"], lines
+    for name, patched in (("n01", True), ("n02", False)):   # n01 patched, then the decider dies; n02 dies first
+        real_apply = kill_in_apply(monkeypatch, decider.Kubernetes, after=patched)
+        with pytest.raises(SystemExit):
+            decider.decide(report(name, False), config, time.time, lines.append)
+        monkeypatch.setattr(decider.Kubernetes, "apply", real_apply)
+    stored = dict((n["metadata"]["name"], n) for n in json.loads((tmp_path / "nodes.json").read_text()))
+    assert stored["n01"]["spec"]["unschedulable"] is False and stored["n02"]["spec"]["unschedulable"] is True
+    for again in range(2):   # the next batches: told once
+        decider.decide(report("n03", False), config, time.time, lines.append)
+        with open(decider.outbox_path(config["state_dir"])) as handle:
+            told = [m["body"] for m in json.load(handle)["outbox"].get("events", []) if m["body"]["status"] == "resumed"]
+        assert [m["host"] for m in told] == ["n01"], told
+    assert told[0]["detail"].startswith("confirmed after the decider restarted: the API server uncordoned and untainted "
+                                        "n01 (the resume was recorded")
+    assert any("the resume of n02 recorded before the decider stopped never reached the scheduler" in line
+               for line in lines), lines
+    decision = decider.decide(report("n02", False), config, time.time, lines.append)["decisions"][0]
+    assert decision["action"] == "resume" and decision["done"], (decision, lines)
+    annotation = json.loads(json.loads((tmp_path / "nodes.json").read_text())[1]["metadata"]["annotations"][
+        "gpufabric.io/remediation"])
+    assert len(annotation["resumes"]) == 1 and "pending" not in annotation["resumes"][0], annotation
 
 
 def test_a_json_patch_from_a_stale_read_fails_instead_of_removing_another_controllers_taint():

@@ -10,7 +10,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import k8s_no
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation as r
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
     LEDGER_ANNOTATION, check_history, check_ledger, check_record, empty_ledger, held_until, history_of, rebuild, reconcile,
-    restore)
+    restore, settle)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import (
     CORDON_ANNOTATION, MAX_REASON, TAINT_KEY, PolicyError, action_for, check_config, check_policy, drain_reason,
     findings_from_reason, is_escalated)
@@ -185,6 +185,17 @@ def test_shadow_mode_decides_records_and_holds_like_enforce_but_acts_on_nothing(
     real = r.plan({"n2": report("n2", [dict(XID, target="n2")])}, fleet("n1", "n2", "n3", "n4"), result["ledger"],
                   settings(), NOW + 60)
     assert by_node(real)["n2"]["action"] == "drain" and not by_node(real)["n2"]["shadow"]
+
+
+def carried_out(result):
+    """The plan's ledger as the decider keeps it once the scheduler took every drain and resume (decider._carry_out
+    settles each open intent): no open mark left for the next plan to reconcile and tell."""
+    ledger = result["ledger"]
+    for record in ledger["nodes"].values():
+        for key in ("drains", "resumes"):
+            if (record.get(key) or [{}])[-1].get("pending"):
+                settle(record, key, True)
+    return ledger
 
 
 def _drained(ledger_result, node="n1"):
@@ -395,7 +406,7 @@ def test_a_node_remediated_again_and_again_is_escalated_and_stays_out():
         reason = decision["reason"]
         resumed = r.plan({"n1": report("n1")}, fleet("n1", "n2", "n3", n1=(reason, now)), result["ledger"], config,
                          now + 600)
-        ledger, now = resumed["ledger"], now + 7200
+        ledger, now = carried_out(resumed), now + 7200
         if round_ < 2:
             assert by_node(resumed)["n1"]["action"] == "resume" and not decision["escalated"]
     assert decision["escalated"] and reason.startswith("gpufabric: ESCALATED 3 drains in 7 d, a human must look: gpu_xid")
@@ -615,4 +626,85 @@ def test_an_intent_the_scheduler_never_took_is_dropped_and_counts_toward_no_limi
     taken = r.plan({"n02": xid("n02")}, fleet("n01", "n02", n01=(reason, NOW)), first["ledger"], settings(), NOW + 60)
     assert "pending" not in taken["ledger"]["nodes"]["n01"]["drains"][-1]
     assert by_node(taken)["n02"]["held"] and by_node(taken)["n02"]["action"] == "none"
-    assert reconcile(first["ledger"], fleet("n01")) == {"confirmed": [], "dropped": ["n01"]}
+    done = reconcile(first["ledger"], fleet("n01"))
+    assert done["confirmed"] == [] and [(e["node"], e["action"]) for e in done["dropped"]] == [("n01", "drain")]
+
+
+def _certified(node, at=NOW):
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
+    return certificate.check_certificate(certificate.from_results(
+        {"host": node, "status": "pass", "level": 2, "failures": []}, measured_at=at), node)
+
+
+def test_an_open_resume_counts_until_the_scheduler_shows_it_did_not_happen_and_keeps_its_certificate():
+    """Issue 53: a resume is an open intent like a drain. Before, it was recorded as done and its certificate spent
+    before scontrol ran, so a resume that never happened counted toward max_resumes and the node needed a new active
+    check. Now the next plan settles it with the scheduler: still drained with that reason - dropped, the certificate
+    back, nothing counted; no longer drained (or gone from the scheduler: not known not to have happened) - it counts
+    and is told once; the certificate is spent."""
+    config = settings(certification={"required": True, "checks": ["dcgm"]},
+                      rate_limit={"max_nodes": 2, "max_percent": 100, "interval": 3600, "max_resumes": 1})
+    drained = fleet("n1", "n2", "n3", n1=("gpufabric: gpu_xid n1/GPU 0000:18:00", NOW - 600),
+                    n2=("gpufabric: gpu_xid n2/GPU 0000:18:00", NOW - 600))
+    first = r.plan({"n1": report("n1")}, drained, None, config, NOW, certificates={"n1": _certified("n1")})
+    assert by_node(first)["n1"]["action"] == "resume"
+    opened = first["ledger"]["nodes"]["n1"]
+    assert opened["resumes"][-1]["pending"] is True and opened["resumes"][-1]["reason"] == drained["n1"]["reason"]
+    assert "certificate" not in opened and opened["resumes"][-1]["certificate_kept"]["passed"] is True
+    check_ledger(first["ledger"])
+    # Still drained: it never happened. n1 resumes on the same certificate, and max_resumes 1 was not spent.
+    again = r.plan({"n1": report("n1")}, drained, first["ledger"], config, NOW + 60)
+    assert [(e["node"], e["action"]) for e in again["reconciled"]["dropped"]] == [("n1", "resume")]
+    assert by_node(again)["n1"]["action"] == "resume" and len(again["ledger"]["nodes"]["n1"]["resumes"]) == 1
+    assert r.confirmed_messages(again["reconciled"], "slurm") == []
+    # n1 is in service now: confirmed, told once, the certificate spent; it counts, so n2 waits.
+    resumed = dict(drained, n1=fleet("n1")["n1"])
+    taken = r.plan({"n2": report("n2")}, resumed, again["ledger"], config, NOW + 120, certificates={"n2": _certified("n2")})
+    (told,) = r.confirmed_messages(taken["reconciled"], "slurm")
+    assert (told["status"], told["node"], told["check"], told["severity"]) == ("resumed", "n1", "gpu_xid", "warning")
+    assert told["detail"].startswith("confirmed after the decider restarted: slurmctld resumed n1 (the resume was recorded")
+    assert "certified: dcgm level 2 pass" in told["detail"]
+    n1 = taken["ledger"]["nodes"]["n1"]
+    assert "pending" not in n1["resumes"][-1] and "certificate_kept" not in n1["resumes"][-1] and "certificate" not in n1
+    assert by_node(taken)["n2"]["held"] and by_node(taken)["n2"]["why"].startswith("rate limit: 1 node(s) resumed")
+    # Gone from the scheduler: not known not to have happened - it counts.
+    gone = dict((n, e) for n, e in drained.items() if n != "n1")
+    unknown = r.plan({"n2": report("n2")}, gone, again["ledger"], config, NOW + 120, certificates={"n2": _certified("n2")})
+    assert [e["node"] for e in unknown["reconciled"]["confirmed"]] == ["n1"] and by_node(unknown)["n2"]["held"]
+    assert "no longer lists n1" in r.confirmed_messages(unknown["reconciled"], "slurm")[0]["detail"]
+
+
+def test_on_kubernetes_an_open_intent_survives_the_merge_with_the_nodes_annotation():
+    """The Node's annotation is the real record, the decider's file keeps what the annotation cannot: an open resume
+    the annotation holds stays open (confirmed and told, with the certificate it would spend); one it does not hold
+    stays open too, for reconcile to drop; one a later decision on the Node overtook goes."""
+    intent = {"at": NOW, "by": "d", "via": "timer", "reason": "gpufabric: gpu_xid n1", "pending": True,
+              "certificate_kept": {"at": NOW - 5, "checks": [], "passed": True}}
+    drain = {"at": NOW - 600, "findings": [], "reason": "gpufabric: gpu_xid n1"}
+    mine = {"n1": {"drains": [drain], "resumes": [intent], "held": None}}
+    patched = {"n1": {"drains": [drain], "resumes": [dict((k, v) for k, v in intent.items() if k not in ("pending", "certificate_kept"))]}}
+    assert k8s_nodes.merge_records(mine, patched)["n1"]["resumes"] == [intent]
+    assert k8s_nodes.merge_records(mine, {"n1": {"drains": [drain], "resumes": []}})["n1"]["resumes"] == [intent]
+    later = {"at": NOW + 60, "by": "another run", "via": "awx", "reason": "gpufabric: gpu_xid n1"}
+    assert k8s_nodes.merge_records(mine, {"n1": {"drains": [drain], "resumes": [later]}})["n1"]["resumes"] == [later]
+
+
+def test_a_thousand_resumes_left_open_by_a_dead_decider_are_settled_in_one_linear_pass():
+    """1,000 nodes resumed in one batch (max_resumes 1000), the decider killed before it heard slurmctld: the next plan
+    settles every intent against the fleet in one pass, tells each confirmed resume once, and stays fast."""
+    import time
+    names = ["n%04d" % i for i in range(1000)]
+    config = settings(rate_limit={"max_nodes": 5, "max_percent": 100, "interval": 3600, "max_resumes": 1000})
+    drained = fleet(*names, **dict((n, ("gpufabric: gpu_xid %s/GPU 0" % n, NOW - 600)) for n in names))
+    first = r.plan(dict((n, report(n)) for n in names), drained, None, config, NOW)
+    assert r.summary(first)["resume"] == 1000
+    half = dict(drained, **dict((n, fleet(n)[n]) for n in names[::2]))   # slurmctld took every second one
+    started = time.time()
+    result = r.plan({"n0000": report("n0000")}, half, first["ledger"], config, NOW + 60)
+    told = r.confirmed_messages(result["reconciled"], "slurm")
+    seconds = time.time() - started
+    assert len(result["reconciled"]["confirmed"]) == 500 and len(result["reconciled"]["dropped"]) == 500
+    assert len(told) == 500 and seconds < 5, seconds
+    # the 500 taken count: max_resumes 1000 leaves 500, so n0001 (dropped) may go again
+    again = r.plan({"n0001": report("n0001")}, half, result["ledger"], config, NOW + 120)
+    assert by_node(again)["n0001"]["action"] == "resume"
