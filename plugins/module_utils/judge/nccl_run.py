@@ -14,7 +14,8 @@ that never started, its stdout, stderr and rc) to a run; ``verdict`` reads a run
   from here by every caller, never computed again.
 
 Notes (one rank moves no data between GPUs) and failures that no link explains (a busbw beyond any link's
-limit on more than one rank) come with it. Pure.
+limit on more than one rank) come with it. ``check_thresholds`` sets a parsed run against the user's thresholds.
+Pure.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -177,3 +178,60 @@ def figure(run):
         return carried.get("size"), carried.get("busbw")
     result = run.get("result")
     return nccl_tests.at_largest_size(result if isinstance(result, dict) else {})
+
+
+def check_thresholds(result, min_busbw=None, min_busbw_by_size=None, max_wrong=0, require_oob_ok=True,
+                     placement="out_of_place"):
+    """Failures (plain sentences) of a parsed result against the user's thresholds; [] = pass.
+
+    ``min_busbw`` applies to the largest size measured; ``min_busbw_by_size`` maps a size in
+    bytes to its minimum; busbw is read from ``placement`` (out_of_place, in_place or best).
+    """
+    failures = []
+    rows = result.get("rows") or []
+    if not rows:
+        printed = "; ".join(result.get("errors") or []) or "no error printed"
+        return ["no result table: %s" % printed]
+
+    def busbw(row):
+        groups = [row.get("out_of_place"), row.get("in_place")]
+        if placement == "in_place":
+            groups = groups[1:]
+        elif placement == "out_of_place":
+            groups = groups[:1]
+        values = [g["busbw"] for g in groups if g and g.get("busbw") is not None]
+        if any(not nccl_tests.finite(v) for v in values):
+            return float("nan")  # a failed measurement fails the threshold, whatever the other placement says
+        return max(values) if values else None
+
+    by_size = dict((r["size"], r) for r in rows)
+    failed = result.get("failed_sizes") or []
+    if failed:
+        failures.append("busbw is nan or inf (a failed measurement) at %d size(s), first %d B" % (len(failed), failed[0]))
+    wanted = dict((int(k), float(v)) for k, v in (min_busbw_by_size or {}).items())
+    if min_busbw is not None:
+        wanted.setdefault(nccl_tests.at_largest_size(result)[0], float(min_busbw))
+    for size in sorted(wanted):
+        row = by_size.get(size)
+        if row is None:
+            failures.append("size %d B was not measured (largest measured: %d B)" % (size, max(by_size)))
+            continue
+        measured = busbw(row)
+        if not nccl_tests.finite(measured) or measured < wanted[size]:
+            failures.append("size %d B: busbw %s GB/s, expected at least %g GB/s" % (
+                size, "unknown" if measured is None else "%g" % measured, wanted[size]))
+    if max_wrong is not None and (result.get("wrong") or 0) > max_wrong:
+        failures.append("%d wrong values (#wrong), at most %d allowed" % (result["wrong"], max_wrong))
+    oob = result.get("out_of_bounds")
+    if require_oob_ok and oob is not None and not oob.get("ok"):
+        failures.append("out-of-bounds check failed: %d values" % oob.get("count", 0))
+    if not result.get("completed"):
+        printed = [e for e in result.get("errors") or [] if e != nccl_tests.TRUNCATED]
+        if printed:  # nccl-tests said why it stopped
+            why = "the run stopped: %s" % "; ".join(printed)[:300]
+        elif result.get("avg_busbw") is None:
+            why = nccl_tests.TRUNCATED
+        else:
+            why = "the run did not finish"
+        failures.append("%s (%d sizes measured, last %d B)" % (why, len(rows), rows[-1]["size"]))
+    return failures

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """perftest between hosts (ib_write_bw, ib_read_lat, ...): the plan of pairs and rails, each run judged against the
 thresholds, and the report (perftest.md with its rail x pair table). The reader of perftest's output is
-parse/perftest.py."""
+parse/perftest.py; ``check_thresholds`` sets one parsed run against the thresholds."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -110,6 +110,27 @@ def _rail_text(rail):
     return "rail %d (%s -> %s)" % (rail["index"], rail["client_device"], rail["server_device"])
 
 
+def _gbps_text(value):
+    """Two decimals, or four significant figures below 1 Gb/s (an atomic test's 0.1389 is not 0.14: a floor of
+    0.139 it misses must not read as met)."""
+    return "%.2f" % value if value >= 1 else "%.4g" % value
+
+
+def check_thresholds(result, min_bw_gbps=None, max_lat_us=None):
+    """Failures (plain sentences) of a parsed perftest result against the thresholds, read at its last row; [] = pass."""
+    failures = []
+    if not result.get("rows"):
+        return ["no result rows%s" % (": " + "; ".join(result["errors"]) if result.get("errors") else "")]
+    last = result["rows"][-1]
+    if min_bw_gbps is not None and result["kind"] == "bandwidth" and perftest.bw_gbps(last) < float(min_bw_gbps):
+        failures.append("%s, %d B: average %s Gb/s, expected at least %g Gb/s"
+                        % (result["test"] or "bandwidth test", last["bytes"], _gbps_text(perftest.bw_gbps(last)), float(min_bw_gbps)))
+    if max_lat_us is not None and result["kind"] == "latency" and last["t_typical_us"] > float(max_lat_us):
+        failures.append("%s, %d B: typical latency %.2f us, expected at most %g us"
+                        % (result["test"] or "latency test", last["bytes"], last["t_typical_us"], float(max_lat_us)))
+    return failures
+
+
 def judge_perftest(results, min_bw_gbps=None, max_lat_us=None):
     """Registered perftest runs -> the same with 'result', 'failures', 'passed'."""
     judged = []
@@ -125,7 +146,7 @@ def judge_perftest(results, min_bw_gbps=None, max_lat_us=None):
         if run.get("not_run"):
             failures = ["%s: not run: %s" % (where, run["not_run"])]
         elif result["rows"]:
-            failures = ["%s: %s" % (where, f) for f in perftest.check_thresholds(result, min_bw_gbps, max_lat_us)]
+            failures = ["%s: %s" % (where, f) for f in check_thresholds(result, min_bw_gbps, max_lat_us)]
         else:
             failures = ["%s: no result (client exit %s); perftest printed: %s" % (
                 where, run.get("client_rc"), _first_words(output))]

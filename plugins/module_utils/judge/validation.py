@@ -228,7 +228,7 @@ def judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, placement="
         if found["not_run"]:
             run = dict(run, not_run=found["not_run"])
         result, figure = found["result"], found["figure"]
-        failures = nccl_tests.check_thresholds(result, min_busbw, min_busbw_by_size, max_wrong, True, placement)
+        failures = nccl_run.check_thresholds(result, min_busbw, min_busbw_by_size, max_wrong, True, placement)
         failures += found["implausible"]
         if run.get("rc") not in (0, None) and not run.get("not_run"):
             failures.append("the command exited %s" % run["rc"])

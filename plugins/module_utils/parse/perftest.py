@@ -126,23 +126,3 @@ def bw_gbps(row):
     if row["unit"] == "Gb/sec":
         return value
     return value * _BYTES_PER_SECOND.get(row["unit"], 1048576.0) * 8 / 1e9
-
-
-def _gbps_text(value):
-    """Two decimals, or four significant figures below 1 Gb/s (an atomic test's 0.1389 is not 0.14: a floor of
-    0.139 it misses must not read as met)."""
-    return "%.2f" % value if value >= 1 else "%.4g" % value
-
-
-def check_thresholds(result, min_bw_gbps=None, max_lat_us=None):
-    failures = []
-    if not result.get("rows"):
-        return ["no result rows%s" % (": " + "; ".join(result["errors"]) if result.get("errors") else "")]
-    last = result["rows"][-1]
-    if min_bw_gbps is not None and result["kind"] == "bandwidth" and bw_gbps(last) < float(min_bw_gbps):
-        failures.append("%s, %d B: average %s Gb/s, expected at least %g Gb/s"
-                        % (result["test"] or "bandwidth test", last["bytes"], _gbps_text(bw_gbps(last)), float(min_bw_gbps)))
-    if max_lat_us is not None and result["kind"] == "latency" and last["t_typical_us"] > float(max_lat_us):
-        failures.append("%s, %d B: typical latency %.2f us, expected at most %g us"
-                        % (result["test"] or "latency test", last["bytes"], last["t_typical_us"], float(max_lat_us)))
-    return failures

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run, validation
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 
 
@@ -80,7 +80,7 @@ def test_aborted_run_keeps_rows_and_fails(read_fixture):
     assert r["completed"] is False and r["avg_busbw"] is None and r["passed"] is False
     assert r["errors"] == ["the output ends before nccl-tests' summary (no '# Avg bus bandwidth' line): "
                            "it was cut off, or the run was still going"]
-    failures = nccl_tests.check_thresholds(r, min_busbw=200)
+    failures = nccl_run.check_thresholds(r, min_busbw=200)
     assert failures == ["the output ends before nccl-tests' summary (no '# Avg bus bandwidth' line): it was cut "
                         "off, or the run was still going (4 sizes measured, last 536870912 B)"]
 
@@ -129,7 +129,7 @@ def test_failure_lines_fail_the_run():
     r = nccl_tests.parse(text)
     assert r["errors"] == ["node3: Test NCCL failure common.cu:1005 'unhandled system error'"] and not r["passed"]
     # the judge says why it stopped, not that the log was cut
-    assert nccl_tests.check_thresholds(r) == [
+    assert nccl_run.check_thresholds(r) == [
         "the run stopped: node3: Test NCCL failure common.cu:1005 'unhandled system error' (1 sizes measured, last 8 B)"]
 
 
@@ -140,15 +140,15 @@ def test_not_nccl_tests_output():
 
 def test_thresholds(read_fixture):
     r = parse(read_fixture, "all_reduce_g8_h200x8.txt")
-    assert nccl_tests.check_thresholds(r, min_busbw=360) == []
-    assert nccl_tests.check_thresholds(r, min_busbw=400) == [
+    assert nccl_run.check_thresholds(r, min_busbw=360) == []
+    assert nccl_run.check_thresholds(r, min_busbw=400) == [
         "size 4294967296 B: busbw 364.98 GB/s, expected at least 400 GB/s"]
-    assert nccl_tests.check_thresholds(r, min_busbw=365.2, placement="best") == []
-    assert nccl_tests.check_thresholds(r, min_busbw_by_size={"16777216": 250, 1 << 40: 1}) == [
+    assert nccl_run.check_thresholds(r, min_busbw=365.2, placement="best") == []
+    assert nccl_run.check_thresholds(r, min_busbw_by_size={"16777216": 250, 1 << 40: 1}) == [
         "size 16777216 B: busbw 247.9 GB/s, expected at least 250 GB/s",
         "size 1099511627776 B was not measured (largest measured: 4294967296 B)"]
     r["wrong"] = 3
-    assert nccl_tests.check_thresholds(r) == ["3 wrong values (#wrong), at most 0 allowed"]
+    assert nccl_run.check_thresholds(r) == ["3 wrong values (#wrong), at most 0 allowed"]
 
 
 @pytest.mark.parametrize("code, version", [(22809, "2.28.9"), (21903, "2.19.3"), (2708, "2.7.8")])

@@ -3,6 +3,7 @@
 
 import pytest
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_tests
 
 
@@ -80,7 +81,7 @@ def test_a_run_that_aborted_before_its_table(read_fixture):
         "fengyun: Test NCCL failure common.cu:959 'internal error - please report this issue to the NCCL developers / '",
         ".. fengyun pid 3164639: Test failure common.cu:844"]
     assert any("non-zero exit code" in line for line in r["warnings"])
-    assert nccl_tests.check_thresholds(r, min_busbw=100)[0].startswith(
+    assert nccl_run.check_thresholds(r, min_busbw=100)[0].startswith(
         "no result table: fengyun: Test NCCL failure common.cu:959")
 
 
