@@ -11,7 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import imex, link_health, nccl_path, nvlink_fabric, port_traffic
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import gid_table, imex, link_health, nccl_path, nvlink_fabric, nvlink_links
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import port_traffic
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import (
     dcgm, eadm, ibdev2netdev, iblinkinfo, ibstat, mlxconfig, mlxlink, nccl_debug, nccl_ras, nvidia_imex, nvidia_smi_fabric,
     nvlink, rdma_link, show_gids)
@@ -115,7 +116,7 @@ def roce_v2_gid_index(value, netdev=None, ipv4=None, device=None):
 
 def show_gids_cross_check(value, rdma_devices):
     expect_list_of_mappings("show_gids_cross_check", rdma_devices, "the rdma_devices fact as the second argument")
-    return show_gids.cross_check_gids(_gids("show_gids_cross_check", value), rdma_devices)
+    return gid_table.cross_check_gids(_gids("show_gids_cross_check", value), rdma_devices)
 
 
 def _nvlink(name, value, parser):
@@ -125,11 +126,11 @@ def _nvlink(name, value, parser):
 
 
 def nvlink_findings(status, errors_after=None, errors_before=None):
-    found = nvlink.nvlink_down_findings(_nvlink("nvlink_findings", status, nvlink.parse_nvlink_status))
+    found = nvlink_links.nvlink_down_findings(_nvlink("nvlink_findings", status, nvlink.parse_nvlink_status))
     if errors_after is not None:
         after = _nvlink("nvlink_findings", errors_after, nvlink.parse_nvlink_errors)
         before = None if errors_before is None else _nvlink("nvlink_findings", errors_before, nvlink.parse_nvlink_errors)
-        found.extend(nvlink.nvlink_error_findings(before, after))
+        found.extend(nvlink_links.nvlink_error_findings(before, after))
     return found
 
 

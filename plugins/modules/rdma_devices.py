@@ -136,9 +136,10 @@ verbs:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.gid_table import cross_check_gids
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ofed, rdma
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.show_gids import cross_check_gids, parse_show_gids
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.show_gids import parse_show_gids
 
 
 def main():

@@ -13,7 +13,7 @@ domain and Health rows), and, when given, ``nvidia-smi nvlink --status`` and two
   Summary row, a Bandwidth that is not Full or a route/timeout/configuration row that is set (warning);
 - ``nvlink_links``: fewer active NVLinks per GPU than its SKU has (critical when none, else a warning), or links
   slower than the SKU's speed (warning);
-- ``nvlink_errors``: link error counters that rose (parse/nvlink.nvlink_error_findings, the one owner of that rule).
+- ``nvlink_errors``: link error counters that rose (judge/nvlink_links.nvlink_error_findings, the one owner of that rule).
 
 A GPU whose fabric is N/A (no NVLink fabric: PCIe cards, VMs) gives nothing. Pure functions, standard library only."""
 
@@ -24,7 +24,7 @@ __metaclass__ = type
 import math
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nvlink as _nvlink
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nvlink_links
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_smi_fabric import UUID_RE as _UUID_RE, ZERO_UUID as _ZERO_UUID
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
 
@@ -238,5 +238,5 @@ def nvlink_fabric_findings(fabric, expected=None, status=None, errors_before=Non
             raise ToolTextError("status must be parse_nvlink_status' list of GPUs, got %s" % type(status).__name__)
         found.extend(_links_findings(fabric, expected, status))
     if errors_after is not None:
-        found.extend(_nvlink.nvlink_error_findings(errors_before, errors_after))
+        found.extend(nvlink_links.nvlink_error_findings(errors_before, errors_after))
     return found

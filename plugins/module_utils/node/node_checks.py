@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, link_health, rates
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, link_health, nvlink_links, rates
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as firmware_wanted
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, nic_firmware, sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, mlxlink, nvlink
@@ -92,7 +92,7 @@ def _nvlink_findings(host, smi, runner, gpu_count, unreadable):
     except ValueError as exc:   # ToolTextError, TextError
         unreadable.append("nvidia-smi nvlink --status: %s" % exc)
         return []
-    found = nvlink.nvlink_down_findings(status)
+    found = nvlink_links.nvlink_down_findings(status)
     for item in found:
         item["target"] = "%s/%s" % (host, item["target"])
     return found

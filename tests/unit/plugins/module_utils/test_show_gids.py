@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import gid_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import show_gids
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
@@ -61,7 +62,7 @@ def test_cross_check_against_the_roce_sysfs_tree(fixture_file):
     # The sysfs fixture took mlx5_0's GIDs from this very listing; its mlx5_1 is another port (eth06, no IPv4)
     # and it has no mlx5_2: every difference is named.
     devices = sysfs.read_rdma_devices(fixture_file("sysfs", "roce_mlx5"))
-    found = show_gids.cross_check_gids(show_gids.parse_show_gids(read(*TUTORIAL)), devices)
+    found = gid_table.cross_check_gids(show_gids.parse_show_gids(read(*TUTORIAL)), devices)
     by_target = dict((f["target"], f) for f in found)
     assert not [t for t in by_target if t.startswith("mlx5_0")]   # mlx5_0 agrees entry for entry
     assert by_target["mlx5_1/1 GID 0"]["detail"] == (
@@ -78,8 +79,8 @@ def test_cross_check_against_the_roce_sysfs_tree(fixture_file):
 def test_cross_check_agrees_on_its_own_ports(fixture_file):
     devices = sysfs.read_rdma_devices(fixture_file("sysfs", "roce_mlx5"))
     mlx5_0 = [g for g in show_gids.parse_show_gids(read(*TUTORIAL)) if g["device"] == "mlx5_0"]
-    assert show_gids.cross_check_gids(mlx5_0, devices) == []
-    assert show_gids.cross_check_gids(mlx5_0[:3], devices) == [{
+    assert gid_table.cross_check_gids(mlx5_0, devices) == []
+    assert gid_table.cross_check_gids(mlx5_0[:3], devices) == [{
         "check": "gid_table_mismatch", "severity": "info", "target": "mlx5_0/1 GID 3",
         "detail": "rdma_devices has 0000:0000:0000:0000:0000:ffff:0a6e:0021 (RoCE v2) that show_gids did not list",
         "fix_hint": "show_gids may have been cut off; re-run it"}, {
