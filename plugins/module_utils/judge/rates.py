@@ -26,6 +26,9 @@ Default thresholds and where they come from:
   prevention") any increment; ``tx_pause_storm_warning_events`` any increment; ``rx_prio<N>_pause`` /
   ``tx_prio<N>_pause`` above 10,000 per second (a pause storm): the counters are the mlx5 driver's
   (kernel Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst).
+
+The readings come from the readers: ``ethtool -S`` (parse/ethtool.py), a PCI device's link attributes in sysfs
+(parse/pcie_sysfs.py), the clock event reasons of ``nvidia-smi -q -x`` (parse/gpu.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -33,10 +36,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
-import xml.etree.ElementTree as ET
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding
-from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import clean
 
 HOUR = 3600.0
 MAX_SAMPLES = 240
@@ -68,7 +69,6 @@ FIXES = {
 }
 HW_COUNTERS = ("rnr_nak_retry_err", "out_of_sequence", "packet_seq_err", "np_cnp_sent", "rp_cnp_handled")
 _PRIO_PAUSE = re.compile(r"^(rx|tx)_prio([0-7])_pause$")
-_ETHTOOL = re.compile(r"^\s*([A-Za-z0-9_.\[\]-]{1,96}):\s+(-?\d{1,20})\s*$")
 _STATE_DEFAULTS = {"window": 3600, "min_span": 300}
 
 
@@ -76,16 +76,6 @@ def rule_for(counter):
     if _PRIO_PAUSE.match(counter):
         return RATE_RULES["prio_pause"]
     return RATE_RULES.get(counter)
-
-
-def parse_ethtool_stats(text):
-    """`ethtool -S IFACE` -> {counter: int}; lines that are not 'name: number' are skipped."""
-    stats = {}
-    for line in clean(text).splitlines():
-        match = _ETHTOOL.match(line)
-        if match:
-            stats[match.group(1)] = int(match.group(2))
-    return stats
 
 
 def pause_counters(stats):
@@ -154,17 +144,6 @@ def _num(value):
 
 # --- PCIe links ----------------------------------------------------------------------------
 
-def parse_link_speed(text):
-    """'32.0 GT/s PCIe' / '8 GT/s' / '2.5 GT/s' -> 32.0; 'Unknown' or garbage -> None."""
-    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*GT/s", clean(text or ""))
-    return float(match.group(1)) if match else None
-
-
-def parse_link_width(text):
-    match = re.match(r"^\s*x?(\d{1,2})\s*$", clean(text or ""))
-    return int(match.group(1)) if match else None
-
-
 def pcie_findings(host, links):
     """links: [{address, kind ('gpu'|'nic'), name, current_width, max_width, current_speed, max_speed}].
 
@@ -189,37 +168,8 @@ def pcie_findings(host, links):
 
 # --- GPU clocks -----------------------------------------------------------------------------
 
-# DCGM's diagnostic treats these four as failures (its CheckForThrottling mask); power capping and
-# idle are normal operation.
-THROTTLE_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
-
-
-def parse_clock_events(xml_text):
-    """`nvidia-smi -q -x` -> [{index, bus_id, active: [reason, ...]}] from clocks_event_reasons (R535+) or
-    clocks_throttle_reasons (older drivers)."""
-    if hasattr(xml_text, "findall"):  # already parsed
-        root = xml_text
-    else:
-        try:
-            root = ET.fromstring(clean(xml_text))
-        except ET.ParseError as exc:
-            raise ValueError("nvidia-smi -q -x output is not XML: %s" % exc)
-    gpus = []
-    for index, gpu in enumerate(root.findall("gpu")):
-        block = gpu.find("clocks_event_reasons")
-        prefix = "clocks_event_reason_"
-        if block is None:
-            block, prefix = gpu.find("clocks_throttle_reasons"), "clocks_throttle_reason_"
-        active = []
-        for reason in THROTTLE_REASONS:
-            node = block.find(prefix + reason) if block is not None else None
-            if node is not None and (node.text or "").strip().lower() == "active":
-                active.append(reason)
-        gpus.append({"index": index, "bus_id": gpu.get("id"), "active": active})
-    return gpus
-
-
 def clock_findings(host, gpus):
+    """A warning for each GPU whose clocks are held down (gpu.parse_clock_events' list)."""
     found = []
     for gpu in gpus:
         if gpu["active"]:

@@ -19,7 +19,7 @@ import time
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, link_health, nvlink_links, rates
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as firmware_wanted
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, nic_firmware, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, mlxlink, nvlink
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ethtool, gpu, mlxlink, nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
@@ -70,7 +70,7 @@ def _gpus(smi, runner):
         return None, [], [], ("failed", result.describe())
     try:
         root = gpu.nvidia_smi_root(result.stdout)  # parsed once, read three times
-        return (gpu.attached_gpu_count(root), health.parse_gpu_memory_health(root), rates.parse_clock_events(root),
+        return (gpu.attached_gpu_count(root), health.parse_gpu_memory_health(root), gpu.parse_clock_events(root),
                 None)
     except ValueError as exc:
         return None, [], [], ("failed", "nvidia-smi -q -x printed no usable XML: %s" % exc)
@@ -108,7 +108,7 @@ def _pause_counters(opts, runner, netdevs, unreadable):
     for netdev in netdevs:
         result = runner.run([ethtool, "-S", netdev])
         if result.ok:
-            for name, value in rates.pause_counters(rates.parse_ethtool_stats(result.stdout)).items():
+            for name, value in rates.pause_counters(ethtool.parse_ethtool_stats(result.stdout)).items():
                 counters["%s|%s" % (netdev, name)] = value
         else:
             unreadable.append("pause counters of %s: %s" % (netdev, result.describe()))

@@ -15,7 +15,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import port_traffic, rates
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, pcie_sysfs, rdma
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.files import read_attr
 
 # InfiniBand port counters that only rise when a link misbehaves (sysfs ports/N/counters).
@@ -171,10 +171,10 @@ def read_grey_counters(sysfs_root="/sys", netdevs=()):
 def _pci_link(sysfs_root, address, kind, name):
     device = os.path.join(sysfs_root, "bus", "pci", "devices", address)
     return {"address": address, "kind": kind, "name": name,
-            "current_width": rates.parse_link_width(read_attr(os.path.join(device, "current_link_width"))),
-            "max_width": rates.parse_link_width(read_attr(os.path.join(device, "max_link_width"))),
-            "current_speed": rates.parse_link_speed(read_attr(os.path.join(device, "current_link_speed"))),
-            "max_speed": rates.parse_link_speed(read_attr(os.path.join(device, "max_link_speed")))}
+            "current_width": pcie_sysfs.parse_link_width(read_attr(os.path.join(device, "current_link_width"))),
+            "max_width": pcie_sysfs.parse_link_width(read_attr(os.path.join(device, "max_link_width"))),
+            "current_speed": pcie_sysfs.parse_link_speed(read_attr(os.path.join(device, "current_link_speed"))),
+            "max_speed": pcie_sysfs.parse_link_speed(read_attr(os.path.join(device, "max_link_speed")))}
 
 
 def read_pci_gpus(sysfs_root="/sys"):

@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """NVIDIA GPU discovery: `nvidia-smi -q -x`, `nvidia-smi topo -m` and /proc/modules to dicts.
 
-Standard library only (xml.etree); shared by the gpu_facts module and the parse_nvidia_topo filter.
+`nvidia-smi -q -x` is parsed here only (``nvidia_smi_root``, once per reading): its facts, PCIe links and clock event
+reasons. Standard library only (xml.etree); shared by the gpu_facts module, the node's health check and the
+parse_nvidia_topo filter.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -153,6 +155,30 @@ def parse_nvidia_smi_xml(text):
         "count": attached_gpu_count(root),
         "gpus": gpus,
     }
+
+
+# The clock event reasons read: the four DCGM's diagnostic treats as failures (its CheckForThrottling mask); power
+# capping and idle are normal operation.
+THROTTLE_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+
+
+def parse_clock_events(xml_text):
+    """`nvidia-smi -q -x` (text, or its root from nvidia_smi_root) -> [{index, bus_id, active: [reason, ...]}] from
+    clocks_event_reasons (R535+) or clocks_throttle_reasons (older drivers); active holds THROTTLE_REASONS only."""
+    root = xml_text if hasattr(xml_text, "findall") else nvidia_smi_root(xml_text)
+    gpus = []
+    for index, gpu in enumerate(root.findall("gpu")):
+        block = gpu.find("clocks_event_reasons")
+        prefix = "clocks_event_reason_"
+        if block is None:
+            block, prefix = gpu.find("clocks_throttle_reasons"), "clocks_throttle_reason_"
+        active = []
+        for reason in THROTTLE_REASONS:
+            node = block.find(prefix + reason) if block is not None else None
+            if node is not None and (node.text or "").strip().lower() == "active":
+                active.append(reason)
+        gpus.append({"index": index, "bus_id": gpu.get("id"), "active": active})
+    return gpus
 
 
 def _split_columns(header):

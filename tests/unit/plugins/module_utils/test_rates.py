@@ -1,4 +1,5 @@
-"""Grey failures as rates over the monitor's history (rates.py) and the sysfs readers behind them.
+"""Grey failures as rates over the monitor's history (rates.py) and the readers behind them (sysfs; ethtool -S,
+PCIe link attributes and nvidia-smi -q -x clock events in parse/).
 
 Counter series: RDMA hardware does not exist here and no public source publishes a time series of
 one port's sysfs counters, so the series are built from the counter names and reset behaviour of the
@@ -10,6 +11,8 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import rates
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ethtool, pcie_sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu as nvidia_smi
 
 
 def series(values, step=60, key="mlx5_0/1|symbol_error", start=1000):
@@ -106,8 +109,8 @@ MLX5 = """NIC statistics:\r
 
 
 def test_ethtool_stats_parse_and_only_the_pause_counters_are_kept():
-    assert rates.pause_counters(rates.parse_ethtool_stats(TG3)) == {}
-    stats = rates.parse_ethtool_stats(MLX5)
+    assert rates.pause_counters(ethtool.parse_ethtool_stats(TG3)) == {}
+    stats = ethtool.parse_ethtool_stats(MLX5)
     assert rates.pause_counters(stats) == {"rx_prio3_pause": 41927, "tx_prio3_pause": 1290418,
                                            "tx_pause_storm_warning_events": 0, "tx_pause_storm_error_events": 1}
     history = history_of([1, 2], key="eth2|tx_pause_storm_error_events")
@@ -162,17 +165,17 @@ def test_a_gpu_link_narrower_than_its_maximum_is_a_warning_but_a_slower_one_is_n
 @pytest.mark.parametrize("text, value", [("32.0 GT/s PCIe", 32.0), ("8 GT/s", 8.0), ("Unknown", None), ("", None),
                                          ("\x1b[0m2.5 GT/s", 2.5)])
 def test_link_speeds_parse(text, value):
-    assert rates.parse_link_speed(text) == value
+    assert pcie_sysfs.parse_link_speed(text) == value
 
 
 def test_clock_events_of_real_h200s_are_quiet_and_a_hw_slowdown_is_a_warning(read_fixture):
     text = read_fixture("nvidia_smi", "q_h200x2.xml")
-    gpus = rates.parse_clock_events(text)
+    gpus = nvidia_smi.parse_clock_events(text)
     assert [g["active"] for g in gpus] == [[], []]
     assert rates.clock_findings("n1", gpus) == []
     # The same capture with GPU 0's hardware slowdown engaged (as nvidia-smi prints an active reason).
     slowed = text.replace("<clocks_event_reason_hw_slowdown>Not Active<", "<clocks_event_reason_hw_slowdown>Active<", 1)
-    (found,) = rates.clock_findings("n1", rates.parse_clock_events(slowed))
+    (found,) = rates.clock_findings("n1", nvidia_smi.parse_clock_events(slowed))
     assert found["check"] == "gpu_clock_throttle" and "hw_slowdown" in found["detail"]
 
 
@@ -186,11 +189,11 @@ def test_clock_events_of_older_drivers_are_read_too():
         <clocks_throttle_reason_sync_boost>Not Active</clocks_throttle_reason_sync_boost>
         <clocks_throttle_reason_sw_thermal_slowdown>Not Active</clocks_throttle_reason_sw_thermal_slowdown>
         </clocks_throttle_reasons></gpu></nvidia_smi_log>"""
-    assert rates.parse_clock_events(xml) == [{"index": 0, "bus_id": "00000000:01:00.0", "active": []}]
-    (gpu,) = rates.parse_clock_events(xml.replace("sw_thermal_slowdown>Not Active", "sw_thermal_slowdown>Active"))
+    assert nvidia_smi.parse_clock_events(xml) == [{"index": 0, "bus_id": "00000000:01:00.0", "active": []}]
+    (gpu,) = nvidia_smi.parse_clock_events(xml.replace("sw_thermal_slowdown>Not Active", "sw_thermal_slowdown>Active"))
     assert gpu["active"] == ["sw_thermal_slowdown"]
     with pytest.raises(ValueError, match="not XML"):
-        rates.parse_clock_events("nvidia-smi: command not found")
+        nvidia_smi.parse_clock_events("nvidia-smi: command not found")
 
 
 def test_the_grey_counters_are_read_from_sysfs(tmp_path):
