@@ -95,3 +95,32 @@ def guarded(name, func):
 def filters(table):
     """{name: function} -> the FilterModule.filters() dict, every function guarded."""
     return dict((name, guarded(name, func)) for name, func in table.items())
+
+
+def tool_text(name, value, what="the tool's text (or a registered result)"):
+    """A tool's output given to a filter: its text, or a registered command result (its stdout is taken)."""
+    if isinstance(value, Mapping) and "stdout" in value:
+        value = value["stdout"]   # a registered command result works as it is
+    return expect(name, value, TEXT, what)
+
+
+def is_tool_text(value):
+    """The value is a tool's output still to be read (its text or a registered result), not a reader's result."""
+    return isinstance(value, TEXT) or (isinstance(value, Mapping) and "stdout" in value)
+
+
+def loaded_or_text(name, value, key):
+    """A JSON document already loaded (a mapping with ``key``, not a registered result) as a dict, else the tool's
+    text."""
+    if isinstance(value, Mapping) and key in value and "stdout" not in value:
+        return dict(value)
+    return tool_text(name, value)
+
+
+def plain(value):
+    """Ansible's lazy and tagged containers as plain dicts and lists, so the pure code sees one kind."""
+    if isinstance(value, Mapping):
+        return dict((key, plain(item)) for key, item in value.items())
+    if isinstance(value, Sequence) and not isinstance(value, TEXT):
+        return [plain(item) for item in value]
+    return value

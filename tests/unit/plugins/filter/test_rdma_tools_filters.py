@@ -1,5 +1,6 @@
-"""The rdma_tools filters as a playbook uses them: on a registered command result, on the text, and
-with wrong arguments, where the error names the filter and the value (never a traceback)."""
+"""The rdma_tools filters and the parse_* filters of the RDMA/NVLink tools (parsers.py) as a playbook uses them: on a
+registered command result, on the text, and with wrong arguments, where the error names the filter and the value
+(never a traceback)."""
 
 import json
 import os
@@ -7,10 +8,10 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpufabric.rdma.plugins.filter.parsers import FilterModule as ParserFilters
 from ansible_collections.gpufabric.rdma.plugins.filter.rdma_tools import FilterModule
-from ansible_collections.gpufabric.rdma.plugins.filter.topology import FilterModule as TopologyFilters
 
-FILTERS = FilterModule().filters()
+FILTERS = dict(FilterModule().filters(), **ParserFilters().filters())
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
 
@@ -105,9 +106,6 @@ def test_the_error_names_the_filter_and_the_value(name, args, message):
 
 # --- the rack (issue 55): nvlink_fabric_findings, parse_nvidia_imex_ctl, imex_findings -------------------------
 
-TOPOLOGY = TopologyFilters().filters()
-
-
 def test_the_new_filters_are_registered_and_documented():
     assert {"nvlink_fabric_findings", "parse_nvidia_imex_ctl", "imex_findings"} <= set(FILTERS)
     docs = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "filter")
@@ -119,7 +117,7 @@ def test_nvlink_fabric_findings_from_the_output_or_the_parse():
     stuck = registered("nvidia_smi_fabric", "q_gb200_insufficient_resources_azhpc506.txt")
     found = FILTERS["nvlink_fabric_findings"](stuck, {"domain": True})
     assert [f["check"] for f in found] == ["nvlink_fabric_registration"]
-    parsed = TOPOLOGY["parse_nvidia_smi_fabric"](stuck)
+    parsed = FILTERS["parse_nvidia_smi_fabric"](stuck)
     assert FILTERS["nvlink_fabric_findings"](parsed, {"domain": True}) == found
     tray = registered("nvidia_smi_fabric", "qx_gb200x4_k8stestinfra.xml")
     links = registered("nvlink", "status_gb200_k8stestinfra371.txt")

@@ -6,10 +6,13 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpufabric.rdma.plugins.filter.parsers import FilterModule as ParserFilters
 from ansible_collections.gpufabric.rdma.plugins.filter.topology import FilterModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs
 
-F = FilterModule().filters()
+# The topology filters, and the readers of the fabric's tools they take (parsers.py holds every parse_* filter).
+READERS = ("parse_ibnetdiscover", "parse_lldp_neighbors", "parse_nvidia_smi_fabric")
+F = dict(FilterModule().filters(), **dict((name, ParserFilters().filters()[name]) for name in READERS))
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
 

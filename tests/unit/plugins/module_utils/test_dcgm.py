@@ -4,7 +4,7 @@ and JSON (tests/unit/fixtures/README.md, dcgm/, cites each)."""
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rdma.plugins.filter.rdma_tools import parse_dcgmi_diag as parse_filter
+from ansible_collections.gpufabric.rdma.plugins.filter.parsers import parse_dcgmi_diag as parse_filter
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm
 
 

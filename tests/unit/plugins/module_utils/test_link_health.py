@@ -9,7 +9,7 @@ import os
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.rdma.plugins.filter.rdma_tools import parse_iblinkinfo, parse_mlxlink
+from ansible_collections.gpufabric.rdma.plugins.filter.parsers import parse_iblinkinfo, parse_mlxlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import iblinkinfo, mlxlink
 

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxconfig as m
-from ansible_collections.gpufabric.rdma.plugins.filter.rdma_tools import FilterModule
+from ansible_collections.gpufabric.rdma.plugins.filter.parsers import FilterModule
 from ansible.errors import AnsibleFilterError
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "mlxconfig"))

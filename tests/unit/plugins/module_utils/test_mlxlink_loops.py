@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufabric.rdma.plugins.filter.rdma_tools import parse_mlxlink
+from ansible_collections.gpufabric.rdma.plugins.filter.parsers import parse_mlxlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import mlxlink
 
