@@ -119,6 +119,174 @@ def _split_comment(rest):
     return comment[:first], comment[first + 1:last], comment[last + 1:]
 
 
+def _node_block(match, line, number, attrs):
+    """A Switch/Ca/Rt header line -> its node (the vendid/devid/sysimgguid lines above it in ``attrs``)."""
+    kind = _TYPES[match.group(1)]
+    before, description, after = _split_comment(line[match.end():])
+    node = {"type": kind, "guid": "0x%016x" % int(match.group(4), 16), "description": description,
+            "port_count": int(match.group(2)), "vendid": attrs.get("vendid"), "devid": attrs.get("devid"),
+            "sysimgguid": attrs.get("sysimgguid"), "lid": None, "enhanced": None, "line": number}
+    if kind == "switch":
+        tail = _SWITCH_TAIL_RE.match(after)
+        if tail:
+            node["enhanced"] = tail.group(1) == "enhanced"
+            node["lid"] = int(tail.group(2))
+    return node
+
+
+def _port_link(match, line):
+    """A '[port] "X-guid"[port] ...' line -> the link as its node's block prints it."""
+    before, description, after = _split_comment(line[match.end():])
+    local = _LOCAL_LID_RE.match(before)
+    tail = _REMOTE_TAIL_RE.match(after)
+    return {"port": int(match.group(1)), "port_guid": ("0x%016x" % int(match.group(2), 16)) if match.group(2) else None,
+            "remote_guid": "0x%016x" % int(match.group(4), 16), "remote_port": int(match.group(5)),
+            "remote_type": _PREFIX_TYPES[match.group(3)], "remote_description": description,
+            "remote_lid": int(tail.group(1)) if tail else None, "lid": int(local.group(1)) if local else None,
+            "width": ("%sx" % tail.group(2)) if tail and tail.group(2) else None,
+            "speed": tail.group(3) if tail and tail.group(3) else None}
+
+
+def _read_blocks(text, warnings):
+    """The lines read, in one pass -> (nodes {guid: node}, links {(guid, port): link}, what peers print of a node:
+    {guid: description}, {guid: type})."""
+    nodes, links, seen_desc, seen_type = {}, {}, {}, {}
+    attrs, current, skipped = {}, None, []
+    for number, raw in enumerate(_text.clean_lines(text, "ibnetdiscover output"), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _ATTR_RE.match(line) if line[0] != "[" else None
+        if match:
+            attrs[match.group(1)] = match.group(2).lower()
+            continue
+        match = _HEADER_RE.match(line) if line[0] != "[" else None
+        if match:
+            current = _node_block(match, line, number, attrs)
+            if current["guid"] in nodes:
+                warnings.append("line %d: %s %s is described twice; the later block is kept" % (number, current["type"], current["guid"]))
+            nodes[current["guid"]] = current
+            attrs = {}
+            continue
+        match = _PORT_RE.match(line)
+        if match and current is not None:
+            link = _port_link(match, line)
+            if link["remote_description"] is not None:
+                seen_desc.setdefault(link["remote_guid"], link["remote_description"])
+            seen_type.setdefault(link["remote_guid"], link["remote_type"])
+            links[(current["guid"], link["port"])] = link
+            continue
+        if line.startswith("[") or line.startswith(("Switch", "Ca", "Rt")):
+            skipped.append(number)
+        # other lines: -g grouping headers ("Chassis ...", "Non-Chassis Nodes"), -s progress lines
+    if skipped:
+        warnings.append("%d line(s) looked like ibnetdiscover node or link lines but could not be read "
+                        "(first: line %d): truncated or damaged output" % (len(skipped), skipped[0]))
+    if not nodes:
+        raise TopologyError("no Switch or Ca block in the ibnetdiscover output (%s)" % (
+            "empty input" if not (text or "").strip() else "first line %r" % short(_text.clean(text).strip().splitlines()[0])))
+    return nodes, links, seen_desc, seen_type
+
+
+def _add_peers_only(nodes, links, seen_desc, seen_type, warnings):
+    """Nodes only their peers print (their own block cut off) added from what the peers say."""
+    peers_only = []
+    for guid in sorted(set(g for g, p in links) | set(l["remote_guid"] for l in links.values())):
+        if guid not in nodes:
+            kind = seen_type.get(guid, "ca")
+            nodes[guid] = {"type": kind, "guid": guid, "description": seen_desc.get(guid), "port_count": None,
+                           "vendid": None, "devid": None, "sysimgguid": None, "lid": None, "enhanced": None, "line": None}
+            peers_only.append("%s %s" % (kind, guid))
+    if peers_only:
+        warnings.append("%d node(s) are only seen from their peers, their own block is missing (e.g. %s): truncated "
+                        "output?" % (len(peers_only), peers_only[0]))
+
+
+def _add_reverse_links(nodes, links, warnings):
+    """A block cut off at the end still shows up in its peers' port lines: both sides make the link."""
+    one_sided = []
+    for (guid, port), link in list(links.items()):
+        reverse = (link["remote_guid"], link["remote_port"])
+        if reverse not in links and link["remote_guid"] in nodes:
+            here = nodes[guid]
+            links[reverse] = {"port": link["remote_port"], "port_guid": None, "remote_guid": guid, "remote_port": port,
+                              "remote_type": here["type"], "remote_description": here["description"],
+                              "remote_lid": here["lid"] if here["type"] == "switch" else link["lid"],
+                              "lid": link["remote_lid"], "width": link["width"], "speed": link["speed"]}
+            one_sided.append("%s %s port %d is linked to %s port %d, but only the %s side prints the link"
+                             % (nodes[link["remote_guid"]]["type"], link["remote_guid"], link["remote_port"], guid, port,
+                                here["type"]))
+    if one_sided:
+        warnings.append("%d link(s) are printed from one side only (e.g. %s)" % (len(one_sided), one_sided[0]))
+
+
+def _node_name(nodes, names, guid):
+    """A node's name: the node name map's, else a switch's own name or a CA's host."""
+    if guid in names:
+        return names[guid]
+    node = nodes[guid]
+    if node["type"] == "switch":
+        return switch_own_name(node["description"])
+    return _host_of(node["description"])[0]
+
+
+def _ports(node, node_links, nodes, names):
+    """A node's ports as the result gives them, in port order, each naming what is on its other end."""
+    ports = []
+    for link in sorted(node_links, key=lambda l: l["port"]):
+        remote = link["remote_guid"]
+        entry = {"port": link["port"], "remote_guid": remote, "remote_port": link["remote_port"],
+                 "remote_type": nodes[remote]["type"], "remote_name": _node_name(nodes, names, remote),
+                 "remote_description": nodes[remote]["description"] or link["remote_description"],
+                 "remote_lid": link["remote_lid"], "width": link["width"], "speed": link["speed"]}
+        if node["type"] != "switch":
+            entry["port_guid"] = link["port_guid"]
+            entry["lid"] = link["lid"]
+        ports.append(entry)
+    return ports
+
+
+def _add_host(hosts, host, device, guid, ports):
+    """The CA's ports cabled to a switch added to its host's entry."""
+    entry = hosts.setdefault(host, {"switch": None, "switches": [], "hcas": []})
+    for p in ports:
+        if p["remote_type"] == "switch":
+            entry["hcas"].append({"device": device, "guid": guid, "port": p["port"], "switch": p["remote_guid"],
+                                  "switch_name": p["remote_name"], "switch_port": p["remote_port"],
+                                  "width": p["width"], "speed": p["speed"]})
+
+
+def _assemble(nodes, links, names):
+    """-> switches, cas, hosts, unnamed CAs."""
+    switches, cas, hosts, unnamed = [], [], {}, []
+    by_node = {}
+    for (guid, port), link in links.items():
+        by_node.setdefault(guid, []).append(link)
+    for guid in sorted(nodes):
+        node = nodes[guid]
+        ports = _ports(node, by_node.get(guid, []), nodes, names)
+        if node["type"] == "switch":
+            switches.append({"guid": guid, "name": _node_name(nodes, names, guid), "description": node["description"],
+                             "lid": node["lid"], "port_count": node["port_count"], "enhanced": node["enhanced"],
+                             "vendid": node["vendid"], "devid": node["devid"], "sysimgguid": node["sysimgguid"],
+                             "ports": ports})
+            continue
+        host, device = (names[guid], None) if guid in names else _host_of(node["description"])
+        cas.append({"guid": guid, "type": node["type"], "description": node["description"], "host": host,
+                    "device": device, "port_count": node["port_count"], "vendid": node["vendid"], "devid": node["devid"],
+                    "sysimgguid": node["sysimgguid"], "ports": ports})
+        if host is None:
+            unnamed.append({"guid": guid, "description": node["description"],
+                            "switches": sorted(set(p["remote_guid"] for p in ports if p["remote_type"] == "switch"))})
+            continue
+        _add_host(hosts, host, device, guid, ports)
+    for entry in hosts.values():
+        entry["hcas"].sort(key=lambda h: (natural_key(h["device"] or ""), h["guid"], h["port"]))
+        entry["switches"] = sorted(set(h["switch"] for h in entry["hcas"]))
+        entry["switch"] = entry["switches"][0] if len(entry["switches"]) == 1 else None
+    return switches, cas, hosts, unnamed
+
+
 def parse_ibnetdiscover(text, node_name_map=None):
     """`ibnetdiscover` (the topology file, with or without -s/-g) -> switches, cas, hosts.
 
@@ -135,149 +303,11 @@ def parse_ibnetdiscover(text, node_name_map=None):
     warnings: lines not understood, links seen from one side only, truncated blocks.
     """
     names = _map_names(node_name_map)
-    nodes = {}          # guid -> node
-    links = {}          # (guid, port) -> link seen from that side
-    seen_desc = {}      # guid -> description, as peers print it (for nodes whose own block is cut off)
-    seen_type = {}
     warnings = []
-    attrs = {}
-    current = None
-    skipped = []
-    for number, raw in enumerate(_text.clean_lines(text, "ibnetdiscover output"), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _ATTR_RE.match(line) if line[0] != "[" else None
-        if match:
-            attrs[match.group(1)] = match.group(2).lower()
-            continue
-        match = _HEADER_RE.match(line) if line[0] != "[" else None
-        if match:
-            kind = _TYPES[match.group(1)]
-            guid = "0x%016x" % int(match.group(4), 16)
-            before, description, after = _split_comment(line[match.end():])
-            node = {"type": kind, "guid": guid, "description": description, "port_count": int(match.group(2)),
-                    "vendid": attrs.get("vendid"), "devid": attrs.get("devid"), "sysimgguid": attrs.get("sysimgguid"),
-                    "lid": None, "enhanced": None, "line": number}
-            if kind == "switch":
-                tail = _SWITCH_TAIL_RE.match(after)
-                if tail:
-                    node["enhanced"] = tail.group(1) == "enhanced"
-                    node["lid"] = int(tail.group(2))
-            if guid in nodes:
-                warnings.append("line %d: %s %s is described twice; the later block is kept" % (number, kind, guid))
-            nodes[guid] = node
-            current = node
-            attrs = {}
-            continue
-        match = _PORT_RE.match(line)
-        if match and current is not None:
-            port = int(match.group(1))
-            remote_guid = "0x%016x" % int(match.group(4), 16)
-            remote_type = _PREFIX_TYPES[match.group(3)]
-            before, description, after = _split_comment(line[match.end():])
-            local = _LOCAL_LID_RE.match(before)
-            tail = _REMOTE_TAIL_RE.match(after)
-            link = {"port": port, "port_guid": ("0x%016x" % int(match.group(2), 16)) if match.group(2) else None,
-                    "remote_guid": remote_guid, "remote_port": int(match.group(5)), "remote_type": remote_type,
-                    "remote_description": description, "remote_lid": int(tail.group(1)) if tail else None,
-                    "lid": int(local.group(1)) if local else None,
-                    "width": ("%sx" % tail.group(2)) if tail and tail.group(2) else None,
-                    "speed": tail.group(3) if tail and tail.group(3) else None}
-            if description is not None:
-                seen_desc.setdefault(remote_guid, description)
-            seen_type.setdefault(remote_guid, remote_type)
-            links[(current["guid"], port)] = link
-            continue
-        if line.startswith("[") or line.startswith(("Switch", "Ca", "Rt")):
-            skipped.append(number)
-        # other lines: -g grouping headers ("Chassis ...", "Non-Chassis Nodes"), -s progress lines
-    if skipped:
-        warnings.append("%d line(s) looked like ibnetdiscover node or link lines but could not be read "
-                        "(first: line %d): truncated or damaged output" % (len(skipped), skipped[0]))
-    if not nodes:
-        raise TopologyError("no Switch or Ca block in the ibnetdiscover output (%s)" % (
-            "empty input" if not (text or "").strip() else "first line %r" % short(_text.clean(text).strip().splitlines()[0])))
-
-    peers_only, one_sided = [], []
-    for guid in sorted(set(g for g, p in links) | set(l["remote_guid"] for l in links.values())):
-        if guid not in nodes:
-            kind = seen_type.get(guid, "ca")
-            nodes[guid] = {"type": kind, "guid": guid, "description": seen_desc.get(guid), "port_count": None,
-                           "vendid": None, "devid": None, "sysimgguid": None, "lid": None, "enhanced": None, "line": None}
-            peers_only.append("%s %s" % (kind, guid))
-    if peers_only:
-        warnings.append("%d node(s) are only seen from their peers, their own block is missing (e.g. %s): truncated "
-                        "output?" % (len(peers_only), peers_only[0]))
-
-    # A block cut off at the end still shows up in its peers' port lines: both sides make the link.
-    for (guid, port), link in list(links.items()):
-        reverse = (link["remote_guid"], link["remote_port"])
-        if reverse not in links and link["remote_guid"] in nodes:
-            here = nodes[guid]
-            links[reverse] = {"port": link["remote_port"], "port_guid": None, "remote_guid": guid, "remote_port": port,
-                              "remote_type": here["type"], "remote_description": here["description"],
-                              "remote_lid": here["lid"] if here["type"] == "switch" else link["lid"],
-                              "lid": link["remote_lid"], "width": link["width"], "speed": link["speed"]}
-            one_sided.append("%s %s port %d is linked to %s port %d, but only the %s side prints the link"
-                             % (nodes[link["remote_guid"]]["type"], link["remote_guid"], link["remote_port"], guid, port,
-                                here["type"]))
-    if one_sided:
-        warnings.append("%d link(s) are printed from one side only (e.g. %s)" % (len(one_sided), one_sided[0]))
-
-    def node_name(guid):
-        node = nodes[guid]
-        if guid in names:
-            return names[guid]
-        if node["type"] == "switch":
-            return switch_own_name(node["description"])
-        return _host_of(node["description"])[0]
-
-    switches, cas = [], []
-    hosts, unnamed = {}, []
-    by_node = {}
-    for (guid, port), link in links.items():
-        by_node.setdefault(guid, []).append(link)
-    for guid in sorted(nodes):
-        node = nodes[guid]
-        ports = []
-        for link in sorted(by_node.get(guid, []), key=lambda l: l["port"]):
-            remote = link["remote_guid"]
-            entry = {"port": link["port"], "remote_guid": remote, "remote_port": link["remote_port"],
-                     "remote_type": nodes[remote]["type"], "remote_name": node_name(remote),
-                     "remote_description": nodes[remote]["description"] or link["remote_description"],
-                     "remote_lid": link["remote_lid"], "width": link["width"], "speed": link["speed"]}
-            if node["type"] != "switch":
-                entry["port_guid"] = link["port_guid"]
-                entry["lid"] = link["lid"]
-            ports.append(entry)
-        if node["type"] == "switch":
-            switches.append({"guid": guid, "name": node_name(guid), "description": node["description"],
-                             "lid": node["lid"], "port_count": node["port_count"], "enhanced": node["enhanced"],
-                             "vendid": node["vendid"], "devid": node["devid"], "sysimgguid": node["sysimgguid"],
-                             "ports": ports})
-            continue
-        host, device = _host_of(node["description"])
-        if guid in names:
-            host, device = names[guid], None
-        record = {"guid": guid, "type": node["type"], "description": node["description"], "host": host,
-                  "device": device, "port_count": node["port_count"], "vendid": node["vendid"], "devid": node["devid"],
-                  "sysimgguid": node["sysimgguid"], "ports": ports}
-        cas.append(record)
-        attached = [p for p in ports if p["remote_type"] == "switch"]
-        if host is None:
-            unnamed.append({"guid": guid, "description": node["description"],
-                            "switches": sorted(set(p["remote_guid"] for p in attached))})
-            continue
-        entry = hosts.setdefault(host, {"switch": None, "switches": [], "hcas": []})
-        for p in attached:
-            entry["hcas"].append({"device": device, "guid": guid, "port": p["port"], "switch": p["remote_guid"],
-                                  "switch_name": p["remote_name"], "switch_port": p["remote_port"],
-                                  "width": p["width"], "speed": p["speed"]})
-    for host, entry in hosts.items():
-        entry["hcas"].sort(key=lambda h: (natural_key(h["device"] or ""), h["guid"], h["port"]))
-        entry["switches"] = sorted(set(h["switch"] for h in entry["hcas"]))
-        entry["switch"] = entry["switches"][0] if len(entry["switches"]) == 1 else None
+    nodes, links, seen_desc, seen_type = _read_blocks(text, warnings)
+    _add_peers_only(nodes, links, seen_desc, seen_type, warnings)
+    _add_reverse_links(nodes, links, warnings)
+    switches, cas, hosts, unnamed = _assemble(nodes, links, names)
     if unnamed:
         warnings.append("%d CA(s) carry the firmware's NodeDescription (e.g. %r), not '<host> <device>': they have no "
                         "host name here; give node_name_map, or run rdma-ndd on them"
