@@ -235,88 +235,109 @@ def parse_nccl_debug(value):
 
 
 def _info(result, where, message, line, device_lists, connections, counts, seen, algorithms, protocols):
-    host = where[0]
-    evidence = result["evidence"]
-    match = _CONNECTION_RE.match(message)
-    if match:
-        transport = message[match.end():].split(" comm ", 1)[0].strip()
-        if not transport:
-            return
-        family = _transport_kind(transport)
-        connection = {"host": host, "pid": where[1], "channel": int(match.group(1)), "from_rank": int(match.group(3)),
-                      "to_rank": int(match.group(4)), "direction": match.group(5), "transport": transport,
-                      "kind": family, "net": None, "net_index": None, "gdr": None, "line": line}
-        if family == "NET":
-            name, index, dummy_proxy, gdr, dummy_flags = _net_transport(transport)
-            connection.update(net=net_family(name), net_plugin=name, net_index=index, gdr=gdr)
-            key = "NET/%s" % name
-            _remember(result["evidence"], "net_connections", line)
-        elif transport.startswith("direct shared memory"):
-            key = "SHM/direct"
-        else:
-            key = "/".join(transport.split(" ", 1)[0].split("/")[:2])
-        counts[key] = counts.get(key, 0) + 1
-        signature = (host, connection["channel"], connection["from_rank"], connection["to_rank"],
-                     connection["direction"], transport)
-        if signature not in seen:
-            seen.add(signature)
-            connections.append(connection)
-        if family == "NVLS":
-            result["nvls"] = True
-        if family == "CollNet":
-            result["collnet"] = True
+    """One INFO line: the first reading below that knows it takes it; any other is read for the communicator's size
+    and its ranks' places."""
+    if (_connection_line(result, where, message, line, connections, counts, seen) or _channel_line(result, message)
+            or _plugin_line(result, message, line) or _device_line(result, where[0], message, line, device_lists)
+            or _setting_line(result, message, line, algorithms, protocols)):
         return
+    _communicator_line(result, where, message, line, device_lists)
+
+
+def _connection_line(result, where, message, line, connections, counts, seen):
+    """'Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA': a connection, counted by transport, kept once."""
+    match = _CONNECTION_RE.match(message)
+    if not match:
+        return False
+    transport = message[match.end():].split(" comm ", 1)[0].strip()
+    if not transport:
+        return True
+    family = _transport_kind(transport)
+    connection = {"host": where[0], "pid": where[1], "channel": int(match.group(1)), "from_rank": int(match.group(3)),
+                  "to_rank": int(match.group(4)), "direction": match.group(5), "transport": transport,
+                  "kind": family, "net": None, "net_index": None, "gdr": None, "line": line}
+    if family == "NET":
+        name, index, dummy_proxy, gdr, dummy_flags = _net_transport(transport)
+        connection.update(net=net_family(name), net_plugin=name, net_index=index, gdr=gdr)
+        key = "NET/%s" % name
+        _remember(result["evidence"], "net_connections", line)
+    elif transport.startswith("direct shared memory"):
+        key = "SHM/direct"
+    else:
+        key = "/".join(transport.split(" ", 1)[0].split("/")[:2])
+    counts[key] = counts.get(key, 0) + 1
+    signature = (where[0], connection["channel"], connection["from_rank"], connection["to_rank"],
+                 connection["direction"], transport)
+    if signature not in seen:
+        seen.add(signature)
+        connections.append(connection)
+    if family == "NVLS":
+        result["nvls"] = True
+    if family == "CollNet":
+        result["collnet"] = True
+    return True
+
+
+def _channel_line(result, message):
+    """The ring's channel count ('Channel 00/24 :') and the channels summary line."""
     match = _RING_RE.match(message)
     if match:
         total = int(match.group(2))
         if total and (result["ring_channels"] is None or total > result["ring_channels"]):
             result["ring_channels"] = total
-        return
+        return True
     match = _CHANNELS_RE.match(message)
-    if match:
-        result["channels"] = {
-            "coll": int(match.group(1)),
-            "collnet": int(match.group(2)) if match.group(2) is not None else None,
-            "nvls": int(match.group(3)) if match.group(3) is not None else None,
-            "p2p": int(match.group(4)), "p2p_per_peer": int(match.group(5))}
-        if match.group(3) is not None and result["nvls"] is None:
-            result["nvls"] = int(match.group(3)) > 0
-        return
+    if not match:
+        return False
+    result["channels"] = {
+        "coll": int(match.group(1)),
+        "collnet": int(match.group(2)) if match.group(2) is not None else None,
+        "nvls": int(match.group(3)) if match.group(3) is not None else None,
+        "p2p": int(match.group(4)), "p2p_per_peer": int(match.group(5))}
+    if match.group(3) is not None and result["nvls"] is None:
+        result["nvls"] = int(match.group(3)) > 0
+    return True
+
+
+def _plugin_line(result, message, line):
+    """The network NCCL chose, the net plugin it loaded, failed to load or fell back from."""
+    evidence = result["evidence"]
     if message.startswith("Using network "):
-        name = message[len("Using network "):].strip()
-        result["network"] = name
+        result["network"] = message[len("Using network "):].strip()
         _remember(evidence, "network", line)
-        return
-    if message.startswith(("Initialized NET plugin ", "Assigned NET plugin ")):
-        name = message.split(" plugin ", 1)[1].replace(" to comm", "").strip()
-        result["net_plugin"] = name
+    elif message.startswith(("Initialized NET plugin ", "Assigned NET plugin ")):
+        result["net_plugin"] = message.split(" plugin ", 1)[1].replace(" to comm", "").strip()
         _remember(evidence, "net_plugin", line)
-        return
-    if message.startswith("Failed to initialize NET plugin "):
+    elif message.startswith("Failed to initialize NET plugin "):
         name = message[len("Failed to initialize NET plugin "):].strip()
         if name not in result["net_plugins_failed"]:
             result["net_plugins_failed"].append(name)
         _remember(evidence, "net_fallback", line)
-        return
-    if message.startswith("NET/Plugin: Loaded net plugin ") or message.startswith("NET/Plugin : Loaded net plugin "):
+    elif message.startswith("NET/Plugin: Loaded net plugin ") or message.startswith("NET/Plugin : Loaded net plugin "):
         result["external_net_plugin"] = message.split("Loaded net plugin ", 1)[1].strip()
-        return
-    if message.startswith("P2P plugin "):
+    elif message.startswith("P2P plugin "):
         result["external_net_plugin"] = message[len("P2P plugin "):].strip()
-        return
-    if message.startswith("NET/IB : No device found"):
+    elif message.startswith("NET/IB : No device found"):
         result["ib_device_found"] = False
         _remember(evidence, "net_fallback", line)
-        return
+    else:
+        return False
+    return True
+
+
+def _device_line(result, host, message, line, device_lists):
+    """The devices a net plugin offers ('NET/IB : Using [0]mlx5_0:1/IB ...'), their GPU Direct RDMA, NCCL 2.27's
+    per-port lines, the GPUs DMA-BUF is available on."""
+    evidence = result["evidence"]
     if "GPU Direct RDMA" in message:
         entry = _devices.gdr_entry(host, message, line)
         if entry:
             result["gdr_hcas"].append(entry)
             _remember(evidence, "gdr_hcas", line)
-        return
+        return True
     if _devices.physical_line(result, host, message, device_lists):
         _remember(evidence, "ib_devices", line)
-        return
+        return True
     match = _USING_RE.match(message)
     if match:
         plugin = net_family(match.group(1).strip()) or match.group(1).strip()
@@ -330,13 +351,18 @@ def _info(result, where, message, line, device_lists, connections, counts, seen,
             _remember(evidence, "ib_devices", line)
         elif plugin == "Socket":
             _remember(evidence, "socket_devices", line)
-        return
+        return True
     match = _DMABUF_RE.match(message)
     if match:
         gpu = int(match.group(1))
         if gpu not in result["dmabuf_gpus"]:
             result["dmabuf_gpus"].append(gpu)
-        return
+        return True
+    return False
+
+
+def _setting_line(result, message, line, algorithms, protocols):
+    """An NCCL_* variable NCCL says is set, and the tuner's algorithm and protocol per size."""
     match = _ENV_RE.match(message)
     if match:
         name, setting = match.group(1), match.group(2).strip()
@@ -345,18 +371,23 @@ def _info(result, where, message, line, device_lists, connections, counts, seen,
         result["env"][name] = setting
         if name == "NCCL_IB_HCA":
             result["ib_hca"] = setting
-            _remember(evidence, "ib_hca", line)
-        return
+            _remember(result["evidence"], "ib_hca", line)
+        return True
     match = _TUNING_RE.match(message)
-    if match:
-        if match.group(3) not in algorithms:
-            algorithms.append(match.group(3))
-        if match.group(4) not in protocols:
-            protocols.append(match.group(4))
-        if len(result["tuning"]) < 200:
-            result["tuning"].append({"collective": match.group(1), "bytes": int(match.group(2)),
-                                     "algorithm": match.group(3), "protocol": match.group(4)})
-        return
+    if not match:
+        return False
+    if match.group(3) not in algorithms:
+        algorithms.append(match.group(3))
+    if match.group(4) not in protocols:
+        protocols.append(match.group(4))
+    if len(result["tuning"]) < 200:
+        result["tuning"].append({"collective": match.group(1), "bytes": int(match.group(2)),
+                                 "algorithm": match.group(3), "protocol": match.group(4)})
+    return True
+
+
+def _communicator_line(result, where, message, line, device_lists):
+    """NVLS and CollNet switched on, the communicator's nodes and ranks, where each rank runs."""
     if "NVLS multicast support is available" in message or message.startswith("NVLS comm"):
         result["nvls"] = True
     if message.startswith("CollNet ") and "enabled" in message.lower():
@@ -366,7 +397,7 @@ def _info(result, where, message, line, device_lists, connections, counts, seen,
         nodes = int(match.group(1))
         if result["nodes"] is None or nodes > result["nodes"]:
             result["nodes"] = nodes
-            evidence["nodes"] = [line]
+            result["evidence"]["nodes"] = [line]
     match = _NRANKS_RE.search(message)
     if match:
         ranks = int(match.group(1))
