@@ -264,6 +264,98 @@ def launch_failure(rc, output, stderr=""):
     return "exited %s before nccl-tests started: %s" % (rc, detail[:300])
 
 
+def _comment_line(result, state, line):
+    """A '#' line: the header (version, collective, ranks, the table's columns) or the summary (out of bounds,
+    the average bus bandwidth)."""
+    match = _VERSION_RE.match(line)
+    if match:
+        state["seen_output"] = True
+        result["nccl_tests_version"] = match.group(1)
+        if match.group(2) and not result["nccl_version"]:
+            result["nccl_version"] = nccl_version_from_code(match.group(2))
+        return
+    match = _COLLECTIVE_RE.match(line)
+    if match:
+        state["seen_output"] = True
+        result["collective"] = _collective(match.group(2))
+        if match.group(1) == "concluded":
+            result["completed"] = True
+        return
+    match = _RANK_RE.match(line)
+    if match:
+        state["seen_output"] = True
+        rank = int(match.group(1))
+        if rank == 0:
+            state["first_rank_pids"].add(int(match.group(3)))
+        state["ranks"].setdefault(rank, {
+            "rank": rank, "group": int(match.group(2)) if match.group(2) else None,
+            "pid": int(match.group(3)), "host": match.group(4), "device": int(match.group(5)),
+            "bus_id": match.group(6), "gpu": match.group(7).strip(),
+        })
+        return
+    match = _OOB_RE.match(line)
+    if match:
+        result["out_of_bounds"] = {"count": int(match.group(1)), "ok": match.group(2).upper() == "OK"}
+        return
+    match = _AVG_RE.match(line)
+    if match:
+        result["avg_busbw"] = _number(match.group(1))
+        return
+    if _START_RE.match(line):
+        state["seen_output"] = True
+        state["starts"] += 1
+        return
+    header = _header_columns(line)
+    if header:
+        state["columns"] = header
+        result["table"] = state["seen_output"] = True
+
+
+def _body_line(result, state, line):
+    """Any other line: a result row, NCCL's version, nccl-tests' failure lines, warnings worth showing."""
+    tokens = line.split()
+    if state["columns"] is None and _headerless_row(tokens):
+        # A table pasted without its header: rows in the columns every nccl-tests since 2.0 prints.
+        state["columns"] = list(STANDARD_COLUMNS)
+        result["table"] = state["seen_output"] = True
+        _note(result["warnings"], "no column header before the first result row: the standard columns (%s) were "
+                                  "assumed" % " ".join(STANDARD_COLUMNS))
+    if state["columns"] and tokens[0].isdigit():
+        row = _row(tokens, state["columns"])
+        if row is not None:
+            result["rows"].append(row)
+            return
+    match = _NCCL_INFO_VERSION_RE.search(line) or _NCCL_VERSION_LINE_RE.match(line)
+    if match:
+        result["nccl_version"] = match.group(1)
+        return
+    if "NCCL INFO" in line:
+        return
+    if _FAILURE_RE.search(line):
+        state["seen_output"] = True
+        _note(result["errors"], line)
+    elif _WARNING_RE.search(line):
+        _note(result["warnings"], line)
+
+
+def _close_text(result, state):
+    """What the whole output says once read: completed or not, why there are no rows, separate runs."""
+    if not state["seen_output"] and not result["rows"]:
+        raise NcclTestsParseError("no nccl-tests output in the text: no '# nThread' line, no result table "
+                                  "('#  size  count  type ...') and no nccl-tests failure line")
+    # Old versions print no 'concluded' line: the average line closes those runs.
+    if not result["completed"] and result["avg_busbw"] is not None and result["nccl_tests_version"] is None:
+        result["completed"] = True
+    if not result["rows"] and not result["errors"]:
+        result["errors"].append("the run ended before its result table" if not result["table"]
+                                else "the run printed its table header but no result row")
+    elif result["rows"] and not result["errors"] and not result["completed"] and result["avg_busbw"] is None:
+        result["errors"].append(TRUNCATED)
+    result["ranks"] = [state["ranks"][r] for r in sorted(state["ranks"])]
+    if state["starts"] > 1 and len(state["first_rank_pids"]) > 1:
+        result["separate_runs"] = min(state["starts"], len(state["first_rank_pids"]))
+
+
 def parse_text(text):
     """The text a *_perf binary prints, as it reaches us: plain, or behind srun -l / mpirun --tag-output
     / --timestamp-output labels, with CR line ends, colours or bytes that are not UTF-8.
@@ -279,95 +371,12 @@ def parse_text(text):
     result = {"format": "text", "collective": None, "nccl_tests_version": None, "nccl_version": None,
               "ranks": [], "rows": [], "avg_busbw": None, "peak_busbw": None, "out_of_bounds": None,
               "wrong": None, "completed": False, "table": False, "errors": [], "warnings": [], "passed": False}
-    columns = None
-    ranks = {}
-    starts, first_rank_pids = 0, set()
-    seen_output = False
+    state = {"columns": None, "ranks": {}, "starts": 0, "first_rank_pids": set(), "seen_output": False}
     for raw in _text.launcher_lines(text, "nccl-tests output"):
         line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("#"):
-            match = _VERSION_RE.match(line)
-            if match:
-                seen_output = True
-                result["nccl_tests_version"] = match.group(1)
-                if match.group(2) and not result["nccl_version"]:
-                    result["nccl_version"] = nccl_version_from_code(match.group(2))
-                continue
-            match = _COLLECTIVE_RE.match(line)
-            if match:
-                seen_output = True
-                result["collective"] = _collective(match.group(2))
-                if match.group(1) == "concluded":
-                    result["completed"] = True
-                continue
-            match = _RANK_RE.match(line)
-            if match:
-                seen_output = True
-                rank = int(match.group(1))
-                if rank == 0:
-                    first_rank_pids.add(int(match.group(3)))
-                ranks.setdefault(rank, {
-                    "rank": rank, "group": int(match.group(2)) if match.group(2) else None,
-                    "pid": int(match.group(3)), "host": match.group(4), "device": int(match.group(5)),
-                    "bus_id": match.group(6), "gpu": match.group(7).strip(),
-                })
-                continue
-            match = _OOB_RE.match(line)
-            if match:
-                result["out_of_bounds"] = {"count": int(match.group(1)), "ok": match.group(2).upper() == "OK"}
-                continue
-            match = _AVG_RE.match(line)
-            if match:
-                result["avg_busbw"] = _number(match.group(1))
-                continue
-            if _START_RE.match(line):
-                seen_output = True
-                starts += 1
-                continue
-            header = _header_columns(line)
-            if header:
-                columns = header
-                result["table"] = seen_output = True
-            continue
-        tokens = line.split()
-        if columns is None and _headerless_row(tokens):
-            # A table pasted without its header: rows in the columns every nccl-tests since 2.0 prints.
-            columns = list(STANDARD_COLUMNS)
-            result["table"] = seen_output = True
-            _note(result["warnings"], "no column header before the first result row: the standard columns (%s) were "
-                                      "assumed" % " ".join(STANDARD_COLUMNS))
-        if columns and tokens[0].isdigit():
-            row = _row(tokens, columns)
-            if row is not None:
-                result["rows"].append(row)
-                continue
-        match = _NCCL_INFO_VERSION_RE.search(line) or _NCCL_VERSION_LINE_RE.match(line)
-        if match:
-            result["nccl_version"] = match.group(1)
-            continue
-        if "NCCL INFO" in line:
-            continue
-        if _FAILURE_RE.search(line):
-            seen_output = True
-            _note(result["errors"], line)
-        elif _WARNING_RE.search(line):
-            _note(result["warnings"], line)
-    if not seen_output and not result["rows"]:
-        raise NcclTestsParseError("no nccl-tests output in the text: no '# nThread' line, no result table "
-                                  "('#  size  count  type ...') and no nccl-tests failure line")
-    # Old versions print no 'concluded' line: the average line closes those runs.
-    if not result["completed"] and result["avg_busbw"] is not None and result["nccl_tests_version"] is None:
-        result["completed"] = True
-    if not result["rows"] and not result["errors"]:
-        result["errors"].append("the run ended before its result table" if not result["table"]
-                                else "the run printed its table header but no result row")
-    elif result["rows"] and not result["errors"] and not result["completed"] and result["avg_busbw"] is None:
-        result["errors"].append(TRUNCATED)
-    result["ranks"] = [ranks[r] for r in sorted(ranks)]
-    if starts > 1 and len(first_rank_pids) > 1:
-        result["separate_runs"] = min(starts, len(first_rank_pids))
+        if line:
+            (_comment_line if line.startswith("#") else _body_line)(result, state, line)
+    _close_text(result, state)
     return _summarize(result)
 
 
