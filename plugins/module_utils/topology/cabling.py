@@ -39,6 +39,73 @@ def observed_attachment(ibnetdiscover=None, lldp=None, lldp_interfaces=None):
     return dict(sorted(result.items(), key=lambda i: natural_key(i[0])))
 
 
+def _leaf_and_port(value):
+    if isinstance(value, dict):
+        return value.get("leaf"), value.get("port")
+    return value, None
+
+
+def _plan_from_expected(expected, observed):
+    """{host: {nic: leaf}} from expected ({host: leaf}: every NIC the host shows, or {host: {nic: leaf}})."""
+    if isinstance(expected, str):
+        expected = user_leaf_map(expected)
+    if not isinstance(expected, dict):
+        raise TopologyError("expected must be a mapping of host to leaf or to {nic: leaf}, got %s" % type(expected).__name__)
+    plan = {}
+    for host, value in expected.items():
+        if isinstance(value, str):
+            plan[host] = dict((nic, value) for nic in observed.get(host, {})) or {None: value}
+        elif isinstance(value, dict):
+            plan[host] = dict((nic, _leaf_and_port(leaf)[0]) for nic, leaf in value.items())
+        else:
+            raise TopologyError("expected[%s] must be a leaf name or {nic: leaf}, got %r" % (host, value))
+    return plan
+
+
+def _majority_rail_leaves(rail_nics, observed, warnings):
+    """[leaf of rail 0, ...]: the leaf most hosts put rail k on (None where no leaf holds most), said in warnings."""
+    rail_leaves = []
+    for index, nic in enumerate(rail_nics):
+        counts = {}
+        for host, nics in observed.items():
+            leaf = _leaf_and_port(nics.get(nic))[0] if nic in nics else None
+            if leaf:
+                counts[leaf] = counts.get(leaf, 0) + 1
+        if not counts:
+            rail_leaves.append(None)
+            warnings.append("rail %d (%s): no host shows where it is cabled" % (index, nic))
+            continue
+        best = max(counts.values())
+        winners = sorted((l for l in counts if counts[l] == best), key=natural_key)
+        rail_leaves.append(winners[0] if len(winners) == 1 else None)
+        if len(winners) > 1:
+            warnings.append("rail %d (%s): no leaf holds most hosts (%s with %d each): give rail_leaves"
+                            % (index, nic, ", ".join(winners), best))
+        else:
+            warnings.append("rail %d (%s): planned on %s, the leaf %d of %d host(s) use" % (
+                index, nic, winners[0], best, sum(counts.values())))
+    return rail_leaves
+
+
+def _plan_from_rails(rail_nics, rail_leaves, observed, warnings):
+    """{host: {nic: leaf}} from rail k of every host on leaf k (rail_leaves a list, or one per host)."""
+    if not isinstance(rail_nics, (list, tuple)) or not all(isinstance(n, str) for n in rail_nics):
+        raise TopologyError("rail_nics must be a list of NIC names in rail order, got %r" % (rail_nics,))
+    rail_nics = [n.lstrip("=") for n in rail_nics]
+    if rail_leaves is None:
+        rail_leaves = _majority_rail_leaves(rail_nics, observed, warnings)
+    plan = {}
+    for host in observed:
+        leaves = rail_leaves.get(host) if isinstance(rail_leaves, dict) else rail_leaves
+        if leaves is None:
+            continue
+        if not isinstance(leaves, (list, tuple)) or len(leaves) != len(rail_nics):
+            raise TopologyError("rail_leaves%s must list one leaf per rail (%d), got %r" % (
+                "[%s]" % host if isinstance(rail_leaves, dict) else "", len(rail_nics), leaves))
+        plan[host] = dict((nic, leaf) for nic, leaf in zip(rail_nics, leaves) if leaf)
+    return plan
+
+
 def cabling_check(observed, expected=None, rail_nics=None, rail_leaves=None):
     """Every host NIC cabled to another leaf than planned.
 
@@ -51,59 +118,11 @@ def cabling_check(observed, expected=None, rail_nics=None, rail_leaves=None):
     checked, correct, messages, warnings}."""
     if not isinstance(observed, dict):
         raise TopologyError("observed must be a mapping of host to {nic: leaf}, got %s" % type(observed).__name__)
-
-    def leaf_and_port(value):
-        if isinstance(value, dict):
-            return value.get("leaf"), value.get("port")
-        return value, None
-
     warnings = []
-    plan = {}
     if expected is not None:
-        if isinstance(expected, str):
-            expected = user_leaf_map(expected)
-        if not isinstance(expected, dict):
-            raise TopologyError("expected must be a mapping of host to leaf or to {nic: leaf}, got %s" % type(expected).__name__)
-        for host, value in expected.items():
-            if isinstance(value, str):
-                plan[host] = dict((nic, value) for nic in observed.get(host, {})) or {None: value}
-            elif isinstance(value, dict):
-                plan[host] = dict((nic, leaf_and_port(leaf)[0]) for nic, leaf in value.items())
-            else:
-                raise TopologyError("expected[%s] must be a leaf name or {nic: leaf}, got %r" % (host, value))
+        plan = _plan_from_expected(expected, observed)
     elif rail_nics:
-        if not isinstance(rail_nics, (list, tuple)) or not all(isinstance(n, str) for n in rail_nics):
-            raise TopologyError("rail_nics must be a list of NIC names in rail order, got %r" % (rail_nics,))
-        rail_nics = [n.lstrip("=") for n in rail_nics]
-        if rail_leaves is None:
-            rail_leaves = []
-            for index, nic in enumerate(rail_nics):
-                counts = {}
-                for host, nics in observed.items():
-                    leaf = leaf_and_port(nics.get(nic))[0] if nic in nics else None
-                    if leaf:
-                        counts[leaf] = counts.get(leaf, 0) + 1
-                if not counts:
-                    rail_leaves.append(None)
-                    warnings.append("rail %d (%s): no host shows where it is cabled" % (index, nic))
-                    continue
-                best = max(counts.values())
-                winners = sorted((l for l in counts if counts[l] == best), key=natural_key)
-                rail_leaves.append(winners[0] if len(winners) == 1 else None)
-                if len(winners) > 1:
-                    warnings.append("rail %d (%s): no leaf holds most hosts (%s with %d each): give rail_leaves"
-                                    % (index, nic, ", ".join(winners), best))
-                else:
-                    warnings.append("rail %d (%s): planned on %s, the leaf %d of %d host(s) use" % (
-                        index, nic, winners[0], best, sum(counts.values())))
-        for host in observed:
-            leaves = rail_leaves.get(host) if isinstance(rail_leaves, dict) else rail_leaves
-            if leaves is None:
-                continue
-            if not isinstance(leaves, (list, tuple)) or len(leaves) != len(rail_nics):
-                raise TopologyError("rail_leaves%s must list one leaf per rail (%d), got %r" % (
-                    "[%s]" % host if isinstance(rail_leaves, dict) else "", len(rail_nics), leaves))
-            plan[host] = dict((nic, leaf) for nic, leaf in zip(rail_nics, leaves) if leaf)
+        plan = _plan_from_rails(rail_nics, rail_leaves, observed, warnings)
     else:
         raise TopologyError("cabling_check needs a plan: expected ({host: leaf} or {host: {nic: leaf}}) or rail_nics")
     miscabled, missing, messages = [], [], []
@@ -117,7 +136,7 @@ def cabling_check(observed, expected=None, rail_nics=None, rail_leaves=None):
                 messages.append("%s %s: not seen on the fabric, expected on %s" % (host, nic or "(any NIC)", want))
                 continue
             checked += 1
-            got, port = leaf_and_port(seen[nic])
+            got, port = _leaf_and_port(seen[nic])
             if got == want:
                 correct += 1
                 continue

@@ -67,18 +67,9 @@ def _describe_diff(host, diffs, majority, nic_of):
     return text
 
 
-def rail_report(host_topologies, nic_leaves=None):
-    """{host: parse_nvidia_topo result, nvidia-smi topo -m text or {GPU0: 'mlx5_0', ...}} -> the rail plan.
-
-    majority: {GPU: NIC} most nodes agree on (ties: the first NIC by name, said in warnings);
-    differing: [{host, gpus: {GPU: {nic, majority}}, text}] with text such as
-    "node07: GPU2 -> mlx5_3, majority mlx5_2; GPU3 -> mlx5_2, majority mlx5_3 (two NICs swapped: ...)";
-    consistent / no_nics / unreadable / ambiguous hosts; nccl_ib_hca: '=mlx5_0,...' (the majority NICs in
-    GPU order, '=' for exact names: mlx5_1 would also select mlx5_10); nccl_cross_nic: {value, reason}:
-    0 when every node agrees and, given nic_leaves ({host: {nic: leaf}}), every leaf carries one rail;
-    else None (keep NCCL's default 2) with the reason."""
-    if not isinstance(host_topologies, dict) or not host_topologies:
-        raise TopologyError("rail_report needs a mapping of host to its nvidia-smi topo -m (parsed or text)")
+def _host_maps(host_topologies):
+    """-> maps {host: {GPU: its one closest NIC}}, hosts with no NIC, unreadable {host: why}, ambiguous
+    {host: {GPU: NICs at the same distance}}."""
     maps, no_nics, unreadable, ambiguous = {}, [], {}, {}
     for host in sorted(host_topologies, key=natural_key):
         found, problem = _gpu_nic_map(host_topologies[host], host)
@@ -95,7 +86,11 @@ def rail_report(host_topologies, nic_leaves=None):
             elif len(nics) > 1:
                 ambiguous.setdefault(host, {})[gpu_name] = nics
         maps[host] = single
-    warnings = []
+    return maps, no_nics, unreadable, ambiguous
+
+
+def _majority(maps, warnings):
+    """{GPU: the NIC most nodes give it} (a tie: the first by name, said in warnings)."""
     votes = {}
     for host, single in maps.items():
         for gpu_name, nic in single.items():
@@ -110,6 +105,12 @@ def rail_report(host_topologies, nic_leaves=None):
         if len(winners) > 1:
             warnings.append("%s: no majority NIC (%s each on %d node(s)); %s taken" % (
                 gpu_name, ", ".join(winners), best, winners[0]))
+    return majority
+
+
+def _against_majority(maps, majority, ambiguous, warnings):
+    """-> differing (hosts whose GPU -> NIC map is not the majority's, described), consistent hosts; a GPU with no
+    NIC or several at the same distance said in warnings."""
     differing, consistent = [], []
     for host, single in maps.items():
         diffs = sorted((g for g in single if single[g] != majority.get(g)), key=_gpu_order)
@@ -127,27 +128,49 @@ def rail_report(host_topologies, nic_leaves=None):
             warnings.append("%s: %s has %d NICs at the same distance (%s), majority %s: no single closest NIC "
                             "(a damaged topo -m capture, or a GPU without its own NIC)"
                             % (host, gpu_name, len(nics), ", ".join(nics), majority.get(gpu_name, "none")))
+    return differing, consistent
+
+
+def _cross_nic(maps, majority, rail_nics, odd_hosts, nic_leaves):
+    """NCCL_CROSS_NIC: 0 only where every node agrees, one NIC per GPU, and each leaf carries one rail."""
+    if not maps:
+        return {"value": None, "reason": "no node shows a GPU with its own NIC: nothing to build rails from"}
+    if odd_hosts:
+        return {"value": None, "reason": "rails are not the same on every node (%s): keep NCCL's default "
+                                         "NCCL_CROSS_NIC=2 until they are" % ", ".join(odd_hosts)}
+    if len(rail_nics) != len(majority):
+        return {"value": None, "reason": "several GPUs share a NIC (%d GPUs, %d NICs): rails are not one NIC per GPU; "
+                                         "keep NCCL's default" % (len(majority), len(rail_nics))}
+    if nic_leaves is None:
+        return {"value": None, "reason": "rails are consistent across nodes, but which leaf each NIC is cabled to is "
+                                         "not known (give nic_leaves): cannot tell whether the fabric is rail-optimized; "
+                                         "keep NCCL's default"}
+    return _cross_nic_from_leaves(maps, majority, rail_nics, nic_leaves)
+
+
+def rail_report(host_topologies, nic_leaves=None):
+    """{host: parse_nvidia_topo result, nvidia-smi topo -m text or {GPU0: 'mlx5_0', ...}} -> the rail plan.
+
+    majority: {GPU: NIC} most nodes agree on (ties: the first NIC by name, said in warnings);
+    differing: [{host, gpus: {GPU: {nic, majority}}, text}] with text such as
+    "node07: GPU2 -> mlx5_3, majority mlx5_2; GPU3 -> mlx5_2, majority mlx5_3 (two NICs swapped: ...)";
+    consistent / no_nics / unreadable / ambiguous hosts; nccl_ib_hca: '=mlx5_0,...' (the majority NICs in
+    GPU order, '=' for exact names: mlx5_1 would also select mlx5_10); nccl_cross_nic: {value, reason}:
+    0 when every node agrees and, given nic_leaves ({host: {nic: leaf}}), every leaf carries one rail;
+    else None (keep NCCL's default 2) with the reason."""
+    if not isinstance(host_topologies, dict) or not host_topologies:
+        raise TopologyError("rail_report needs a mapping of host to its nvidia-smi topo -m (parsed or text)")
+    maps, no_nics, unreadable, ambiguous = _host_maps(host_topologies)
+    warnings = []
+    majority = _majority(maps, warnings)
+    differing, consistent = _against_majority(maps, majority, ambiguous, warnings)
     rail_nics = []
     for gpu_name in sorted(majority, key=_gpu_order):
         if majority[gpu_name] not in rail_nics:
             rail_nics.append(majority[gpu_name])
-    hca = ("=" + ",".join(rail_nics)) if rail_nics else None
-    if not maps:
-        cross = {"value": None, "reason": "no node shows a GPU with its own NIC: nothing to build rails from"}
-    elif differing or ambiguous or unreadable:
-        named = [d["host"] for d in differing] + sorted(ambiguous, key=natural_key) + sorted(unreadable, key=natural_key)
-        cross = {"value": None, "reason": "rails are not the same on every node (%s): keep NCCL's default "
-                                          "NCCL_CROSS_NIC=2 until they are" % ", ".join(named)}
-    elif len(rail_nics) != len(majority):
-        cross = {"value": None, "reason": "several GPUs share a NIC (%d GPUs, %d NICs): rails are not one NIC per GPU; "
-                                          "keep NCCL's default" % (len(majority), len(rail_nics))}
-    elif nic_leaves is None:
-        cross = {"value": None, "reason": "rails are consistent across nodes, but which leaf each NIC is cabled to is "
-                                          "not known (give nic_leaves): cannot tell whether the fabric is rail-optimized; "
-                                          "keep NCCL's default"}
-    else:
-        cross = _cross_nic_from_leaves(maps, majority, rail_nics, nic_leaves)
-    return {"majority": majority, "rail_nics": rail_nics, "nccl_ib_hca": hca, "nccl_cross_nic": cross,
+    odd_hosts = [d["host"] for d in differing] + sorted(ambiguous, key=natural_key) + sorted(unreadable, key=natural_key)
+    return {"majority": majority, "rail_nics": rail_nics, "nccl_ib_hca": ("=" + ",".join(rail_nics)) if rail_nics else None,
+            "nccl_cross_nic": _cross_nic(maps, majority, rail_nics, odd_hosts, nic_leaves),
             "differing": differing, "consistent": consistent, "no_nics": no_nics, "unreadable": unreadable,
             "ambiguous": ambiguous, "warnings": warnings}
 
