@@ -259,26 +259,9 @@ class SlurmJob(object):
         return "; cancelled it" if cancelled.ok else "; scancel failed: %s" % cancelled.describe()
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            script=dict(type="path"),
-            job_id=dict(type="str"),
-            sbatch_args=dict(type="list", elements="str", default=[]),
-            chdir=dict(type="path"),
-            wait=dict(type="bool", default=True),
-            timeout=dict(type="int", default=3600),
-            poll_interval=dict(type="int", default=5),
-            cancel_on_timeout=dict(type="bool", default=True),
-            fail_on_job_error=dict(type="bool", default=True),
-            **commands.ARGUMENT_SPEC
-        ),
-        required_one_of=[("script", "job_id")],
-        mutually_exclusive=[("script", "job_id")],
-        supports_check_mode=True,
-    )
+def _checked_inputs(module):
+    """Every input checked before any Slurm command runs -> the command runner and the job id given (or None)."""
     params = module.params
-    # Every input is checked before any Slurm command runs.
     if params["timeout"] < 1:
         module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
     if params["timeout"] > MAX_TIMEOUT:
@@ -300,32 +283,38 @@ def main():
             slurm_jobs.check_job_id(job_id)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    started = time.time()
-    result = dict(changed=False, submitted=False, timed_out=False, waited_s=0.0)
+    return runner, job_id
 
-    if params["script"]:
-        script = params["script"]
-        if not os.path.isfile(script):
-            module.fail_json(msg="batch script %s does not exist on this host" % script, **result)
-        if module.check_mode:
-            module.exit_json(changed=True, submitted=False, timed_out=False, waited_s=0.0,
-                             msg="would submit %s (check mode: nothing was submitted)" % script)
-        sbatch = runner.which("sbatch")
-        if not sbatch:
-            module.fail_json(msg="sbatch is not on this host's PATH: run the task on a Slurm login or "
-                                 "controller node (slurm-client installed)", **result)
-        submitted = runner.run([sbatch, "--parsable"] + params["sbatch_args"] + [script], cwd=params["chdir"])
-        if not submitted.ok:
-            module.fail_json(msg="sbatch refused %s: %s" % (script, submitted.describe()), rc=submitted.rc,
-                             stdout=submitted.stdout, stderr=submitted.stderr, **result)
-        try:
-            job_id, cluster = slurm_jobs.parse_submit(submitted.stdout)
-        except slurm_jobs.SlurmParseError as exc:
-            module.fail_json(msg=str(exc), stdout=submitted.stdout, stderr=submitted.stderr, **result)
-        result.update(changed=True, submitted=True, job_id=job_id, cluster=cluster)
-    else:
-        result["job_id"] = job_id
 
+def _submit(module, runner, result):
+    """sbatch the script (in check mode: say so and submit nothing) -> the job id."""
+    params = module.params
+    script = params["script"]
+    if not os.path.isfile(script):
+        module.fail_json(msg="batch script %s does not exist on this host" % script, **result)
+    if module.check_mode:
+        module.exit_json(changed=True, submitted=False, timed_out=False, waited_s=0.0,
+                         msg="would submit %s (check mode: nothing was submitted)" % script)
+    sbatch = runner.which("sbatch")
+    if not sbatch:
+        module.fail_json(msg="sbatch is not on this host's PATH: run the task on a Slurm login or "
+                             "controller node (slurm-client installed)", **result)
+    submitted = runner.run([sbatch, "--parsable"] + params["sbatch_args"] + [script], cwd=params["chdir"])
+    if not submitted.ok:
+        module.fail_json(msg="sbatch refused %s: %s" % (script, submitted.describe()), rc=submitted.rc,
+                         stdout=submitted.stdout, stderr=submitted.stderr, **result)
+    try:
+        job_id, cluster = slurm_jobs.parse_submit(submitted.stdout)
+    except slurm_jobs.SlurmParseError as exc:
+        module.fail_json(msg=str(exc), stdout=submitted.stdout, stderr=submitted.stderr, **result)
+    result.update(changed=True, submitted=True, job_id=job_id, cluster=cluster)
+    return job_id
+
+
+def _follow(module, runner, result, job_id, started):
+    """Read the job until it ends (or once, without wait); a job that can never start or outlives the timeout fails,
+    cancelled where ours -> its last summary."""
+    params = module.params
     jobs = SlurmJob(module, runner, result)
     while True:
         summary, why = jobs.read(job_id)
@@ -339,7 +328,7 @@ def main():
             module.fail_json(msg="job %s can never start: PENDING (%s): %s%s" % (
                 job_id, summary["reason"], summary["never_starts"], cancelled), **result)
         if summary["terminal"] or not params["wait"]:
-            break
+            return summary
         if time.time() - started >= params["timeout"]:
             result["timed_out"] = True
             cancelled = jobs.cancel(job_id, "still %s after %d s" % (summary["state"], params["timeout"]), result) \
@@ -348,7 +337,34 @@ def main():
                 job_id, summary["state"], params["timeout"], cancelled), **result)
         time.sleep(min(params["poll_interval"], max(1, params["timeout"] - (time.time() - started))))
 
-    if summary["terminal"] and not summary["succeeded"] and params["fail_on_job_error"]:
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            script=dict(type="path"),
+            job_id=dict(type="str"),
+            sbatch_args=dict(type="list", elements="str", default=[]),
+            chdir=dict(type="path"),
+            wait=dict(type="bool", default=True),
+            timeout=dict(type="int", default=3600),
+            poll_interval=dict(type="int", default=5),
+            cancel_on_timeout=dict(type="bool", default=True),
+            fail_on_job_error=dict(type="bool", default=True),
+            **commands.ARGUMENT_SPEC
+        ),
+        required_one_of=[("script", "job_id")],
+        mutually_exclusive=[("script", "job_id")],
+        supports_check_mode=True,
+    )
+    runner, job_id = _checked_inputs(module)
+    started = time.time()
+    result = dict(changed=False, submitted=False, timed_out=False, waited_s=0.0)
+    if module.params["script"]:
+        job_id = _submit(module, runner, result)
+    else:
+        result["job_id"] = job_id
+    summary = _follow(module, runner, result, job_id, started)
+    if summary["terminal"] and not summary["succeeded"] and module.params["fail_on_job_error"]:
         module.fail_json(msg="job %s ended %s (exit code %s, signal %s, reason %s); its output: %s on %s" % (
             job_id, summary["state"], summary["exit_code"], summary["signal"], summary["reason"],
             summary["std_out"], summary["batch_host"]), **result)
