@@ -200,6 +200,35 @@ def _apply(module, runner, step):
             module.fail_json(msg="writing %s to %s failed: %s" % (step["value"], step["path"], exc))
 
 
+def _write_configuration(module, runner, plan, ifname, diffs, applied):
+    """The network manager's files the plan changes, written (not in check mode) and checked by netplan generate
+    where netplan manages the interface; the old files put back when it refuses them. -> whether any changes."""
+    changed = False
+    written = []
+    for path, before, after, mode in plan.files:
+        if before != after:
+            changed = True
+            applied.append("%s: mtu %d" % (path, plan.mtu["after"]))
+            diffs.append(dict(before=before or "", after=after, before_header=path, after_header=path))
+            if not module.check_mode:
+                written.append((path, before))
+                write_atomic(module, path, after, make_dirs=True)
+                if mode is not None:
+                    os.chmod(path, mode)
+    netplan = runner.which("netplan") if written and plan.mtu and plan.mtu.get("manager") == "netplan" else None
+    if netplan:
+        result = runner.run([netplan, "generate"])
+        if not result.ok:
+            for path, before in written:
+                if before is None:
+                    os.remove(path)
+                else:
+                    write_atomic(module, path, before)
+            module.fail_json(msg="netplan rejected the configuration for %s (netplan generate: %s); the previous "
+                                 "configuration is back in place and nothing else was changed" % (ifname, result.describe()))
+    return changed
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -239,7 +268,6 @@ def main():
     for warning in plan.warnings:
         module.warn(warning)
 
-    changed = False
     diffs = []
     applied = []
     if plan.mtu and plan.mtu["before"] != plan.mtu["after"]:
@@ -247,28 +275,7 @@ def main():
                           before_header="%s (runtime)" % ifname, after_header="%s (runtime)" % ifname))
     # Configuration first, checked by its manager where it can check (netplan generate), and put back
     # as it was when the manager rejects it; only then the runtime steps: nothing is half-applied.
-    written = []
-    for path, before, after, mode in plan.files:
-        if before != after:
-            changed = True
-            applied.append("%s: mtu %d" % (path, plan.mtu["after"]))
-            diffs.append(dict(before=before or "", after=after, before_header=path, after_header=path))
-            if not module.check_mode:
-                written.append((path, before))
-                write_atomic(module, path, after, make_dirs=True)
-                if mode is not None:
-                    os.chmod(path, mode)
-    netplan = runner.which("netplan") if written and plan.mtu and plan.mtu.get("manager") == "netplan" else None
-    if netplan:
-        result = runner.run([netplan, "generate"])
-        if not result.ok:
-            for path, before in written:
-                if before is None:
-                    os.remove(path)
-                else:
-                    write_atomic(module, path, before)
-            module.fail_json(msg="netplan rejected the configuration for %s (netplan generate: %s); the previous "
-                                 "configuration is back in place and nothing else was changed" % (ifname, result.describe()))
+    changed = _write_configuration(module, runner, plan, ifname, diffs, applied)
     for description, step in plan.steps:
         changed = True
         applied.append(description)
