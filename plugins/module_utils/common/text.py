@@ -27,6 +27,8 @@ _BOM = u"\ufeff"
 #   Ray / SkyPilot / vLLM      "(head, rank=0, pid=3808) ", "(RayTrainWorker pid=83500) ",
 #                              "(RayWorkerWrapper pid=627, ip=10.244.1.107) ", "(pid=627, ip=10.244.1.107) ",
 #                              "(EngineCore_DP0 pid=2301) ", "(VllmWorkerProcess pid=2157) ", "(VllmWorker rank=0 pid=1) "
+#   torchrun --tee / --redirects "[default0]:" (the worker's role and local rank), PyTorch's own "[rank0]:", and the two
+#                              together, "[default0]:[rank0]: "
 _TIMESTAMP = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4}"
 _OMPI_TAG = r"\[(?:[\w.-]+@)?\d+,\d+\]"
 _LAUNCHER_RE = re.compile(
@@ -34,6 +36,7 @@ _LAUNCHER_RE = re.compile(
     r"\((?:[\w.-]{1,64}(?:,? [\w.-]{1,64}(?:=[\w.-]{1,64})?){0,3},? )?pid=\d{1,9}(?:, ip=[\w.:]{1,45})?\) "  # Ray, vLLM
     r"|(?:" + _TIMESTAMP + r")?(?:" + _OMPI_TAG + r")?<std(?:out|err|diag)>: ?"  # Open MPI / PRRTE
     r"|\d{1,6}: ?"                                                       # srun -l
+    r"|\[[A-Za-z][A-Za-z_-]{0,31}\d{1,6}\]: ?"                             # torchrun, PyTorch
     r")")
 # What Ray's log deduplication puts after a line it stands for several of: " [repeated 14x across cluster]", the first
 # time followed by "(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 ...)".
@@ -78,8 +81,8 @@ def clean_lines(value, what="text"):
 
 
 def strip_launcher(line):
-    """One line without the labels srun, mpirun or Ray put before it (nested ones too)."""
-    for dummy in range(3):
+    """One line without the labels srun, mpirun, Ray or torchrun put before it (nested ones too)."""
+    for dummy in range(4):
         match = _LAUNCHER_RE.match(line)
         if not match or not match.end():
             break

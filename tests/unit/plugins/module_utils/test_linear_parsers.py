@@ -90,6 +90,8 @@ SHAPES = {
     "section": "|-----" + " " * N + "Stress" + " " * N + "---+",
     "ray_label": "(" + "a, b=c " * (N // 7) + "pid=1) x",
     "ray_dedup": " [repeated 1x across cluster]" * (N // 30) + " (Ray deduplicates logs by default." + "a" * N,
+    "torchrun_label": "[default" + "0" * N + "]:x",
+    "torchrun_labels": "[rank0]:" * (N // 8),
 }
 
 RUNNER = r"""

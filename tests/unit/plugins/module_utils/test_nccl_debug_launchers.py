@@ -91,3 +91,30 @@ def test_a_ray_log_that_says_gdr_is_disabled_reads_false_ray40850(read_fixture):
 def test_gpudirect_rdma_per_hca_from_its_lines(lines, gdr):
     result = nccl_debug.parse_nccl_debug("".join("h:1:2 [0] NCCL INFO %s\n" % line for line in lines))
     assert result["gdr"] is gdr
+
+
+def test_torchruns_tee_labels_are_not_part_of_the_host_name_tp4dp2(read_fixture):
+    """Point 5: torchrun --tee puts '[default<local rank>]:' before every line of a worker; the labels ended up in the
+    host names, so one pod of 4 ranks read as 4 hosts. A real TP=4 x DP=2 log on two p6-b200 pods (EFA, aws-ofi-nccl)."""
+    result = nccl_debug.parse_nccl_debug(read_fixture("nccl_debug", "torchrun_tee_labels_efa_b200_tp4dp2.txt"))
+    assert result["hosts"] == ["tp4-dp2-inference-pods-0"]
+    assert (result["nccl_version"], result["nodes"], result["ranks"]) == ("2.27.3", 2, 8)
+    assert {c["host"] for c in result["connections"]} == {"tp4-dp2-inference-pods-0"}
+    assert result["dmabuf_gpus"] == [0, 1, 2, 3] and result["external_net_plugin"] == "Libfabric (v10)"
+
+
+@pytest.mark.parametrize("label", ["[default{rank}]:", "[rank{rank}]:", "[default{rank}]:[rank{rank}]: ", "0: [default{rank}]:"])
+def test_a_multi_hca_log_behind_torchruns_labels_reads_as_without_them_slurmv4(read_fixture, label):
+    """The real 8-HCA IB/RoCE log of two SGLang nodes (NCCL 2.27), each NCCL line behind the label torchrun or PyTorch
+    puts before a worker's line (its local rank, the GPU in brackets): the same hosts, HCAs and connections."""
+    import re
+    text = read_fixture("nccl_debug", "ib_roce_gdrdma_2node_slurmv4.txt")
+    labelled = "\n".join(label.format(rank=m.group(1)) + line if m else line
+                         for line, m in ((line, re.search(r" \[(\d+)\] NCCL ", line)) for line in text.split("\n")))
+    assert labelled.count("]:") > 300
+    plain, seen = nccl_debug.parse_nccl_debug(text), nccl_debug.parse_nccl_debug(labelled)
+    assert seen["hosts"] == plain["hosts"] == ["tpgds-aihub0008"]
+    assert seen["net_devices"] == plain["net_devices"] and len(plain["net_devices"]) == 8
+    assert [(d["name"], d["link_type"], d["host"]) for d in seen["ib_devices"]] == [
+        (d["name"], d["link_type"], d["host"]) for d in plain["ib_devices"]]
+    assert seen["connections"] == plain["connections"] and seen["gdr"] is plain["gdr"] is True

@@ -127,6 +127,21 @@ def test_clean_removes_what_tools_add():
     ("(a note, pid=1) x", "x"),
     ("(not a label) x", "(not a label) x"),
     ("(pid=1)x", "(pid=1)x"),
+    # torchrun's --tee labels and PyTorch's rank labels (issue 52), on lines of public logs: a NeMo/Megatron traceback,
+    # PyTorch's warning with srun's label before it, a Megatron iteration line (search index files 70868463951,
+    # 70866678965, 56729474510, 40874310894)
+    ("[default0]:[rank0]: Traceback (most recent call last):", "Traceback (most recent call last):"),
+    ("[rank0]:[W1004 01:37:03.229084231 ProcessGroupNCCL.cpp:1538] Warning: WARNING: destroy_process_group() was not "
+     "called before program exit, which can leak resour", "[W1004 01:37:03.229084231 ProcessGroupNCCL.cpp:1538] Warning: "
+     "WARNING: destroy_process_group() was not called before program exit, which can leak resour"),
+    ("1: [rank0]:[W225 15:55:28.629542216 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0]  using GPU 0",
+     "[W225 15:55:28.629542216 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0]  using GPU 0"),
+    ("[default7]: iteration    12695/  115311 | consumed samples:      9841584", "iteration    12695/  115311 | "
+     "consumed samples:      9841584"),
+    ("[default0]:tp4-dp2-inference-pods-0:78:78 [0] NCCL INFO NCCL version 2.27.3+cuda12.9",
+     "tp4-dp2-inference-pods-0:78:78 [0] NCCL INFO NCCL version 2.27.3+cuda12.9"),
+    ("[W1004 01:37:03 x.cpp:1] x", "[W1004 01:37:03 x.cpp:1] x"),   # PyTorch's own warning tag is the line's text
+    ("[0]: x", "[0]: x"),
 ])
 def test_launcher_labels(line, stripped):
     assert text.strip_launcher(line) == stripped
