@@ -79,17 +79,22 @@ def test_a_hung_dcgmi_is_killed_and_its_node_is_not_run_not_failed(tmp_path):
     assert 'gpufabric_dcgm_diag_not_run{cluster="gpufabric",level="1",node="n2"} 1' in _report(tmp_path, "gpufabric_dcgm_diag.prom")
 
 
-def test_check_mode_runs_nothing_shows_the_plan_and_goes_on(tmp_path):
+def test_check_mode_runs_nothing_shows_the_plan_and_keeps_the_last_real_report(tmp_path):
+    """A check run measures nothing: it prints the plan, and the last real run's dcgm.md, dcgm.json and figures stay
+    as that run wrote them. Before (issue 52), the check run replaced them with a report of nodes 'not run'."""
+    report = tmp_path / "report"
+    report.mkdir()
+    kept = {"dcgm.md": "# DCGM diagnostics\n\n**PASS**: 1 of 1 node(s) passed.\n", "dcgm.json": '[{"host": "n1", "status": "pass"}]\n',
+            "gpufabric_dcgm_diag.prom": 'gpufabric_dcgm_diag_passed{cluster="gpufabric",level="2",node="n1"} 1\n'}
+    for name, content in kept.items():
+        (report / name).write_text(content)
     rc, out = play(tmp_path, {"n1": "dcgm3_r2_pass_p4de_awsome.txt"}, "-e", "dcgm_diag_level=2", check=True)
-    assert rc == 0 and "check mode: would run dcgmi diag -r 2 on n1, each killed after 1200 s; nothing ran" in out, out[-3000:]
+    assert rc == 0, out[-3000:]
+    assert ("check mode measures nothing: the reports in %s (dcgm.json, dcgm.md, gpufabric_dcgm_diag.prom) are left as "
+            "the last real run wrote them; a real run would:\", \"run dcgmi diag -r 2 on n1, killed after 1200 s\"" % report) in out, out[-3000:]
     assert not (tmp_path / "calls.log").exists()
-    record = json.loads(_report(tmp_path, "dcgm.json"))[0]
-    assert (record["status"], record["reason"]) == (
-        "not run", "check mode: the diagnostic stresses the GPUs, so it runs only for real")
-    # A plan is not a failure: the report is headed PLAN, its nodes are what would run (issue 52).
-    markdown = _report(tmp_path, "dcgm.md")
-    assert "**FAIL**" not in markdown and "**PLAN** (check mode): nothing ran on 1 node(s)." in markdown, markdown
-    assert "## Would run (check mode)" in markdown and record["planned"] is True
+    assert dict((p.name, p.read_text()) for p in report.iterdir()) == kept
+    assert "FAIL" not in out and "not run" not in out
 
 
 def test_a_run_that_saw_fewer_gpus_than_the_node_has_fails_the_play_naming_them(tmp_path):
