@@ -37,3 +37,23 @@ def test_a_check_run_of_the_site_leaves_validation_without_hosts(tmp_path):
 @pytest.mark.parametrize("name", ["gpufabric_validate_in_check_mode", "validate_in_check_mode"])
 def test_a_check_run_that_asks_for_validation_keeps_its_hosts(tmp_path, name):
     assert _hosts_of_validation(tmp_path, "--check", "-e", "%s=true" % name) == dict.fromkeys(PLAYS, "['all']")
+
+
+@pytest.mark.parametrize("extra, left_out", [
+    ([], True),
+    (["-e", "gpufabric_validate_in_check_mode=true"], False),
+    (["-e", "validate_in_check_mode=true"], False),
+], ids=["check", "asked", "asked-old-name"])
+def test_the_site_says_validation_is_left_out_only_when_it_is(tmp_path, extra, left_out):
+    """Issue 52: with -e gpufabric_validate_in_check_mode=true the check run said "validation ... is left out of this
+    run" and then validated. Only the message play and validation run here (--tags validate --skip-tags always); the
+    node cannot be reached, so a validation play that has it stops there."""
+    (tmp_path / "inventory.json").write_text(json.dumps({"gpu_nodes": {"hosts": {"n1": {
+        "ansible_host": "127.0.0.1", "ansible_port": 1, "ansible_connection": "ssh"}}}}))
+    proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.json"), "gpufabric.rdma.site", "--check",
+                           "--tags", "validate", "--skip-tags", "always", *extra], capture_output=True, text=True,
+                          check=False, timeout=300, cwd=str(tmp_path), env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    out = " ".join((proc.stdout + proc.stderr).split())
+    said = "validation (nccl-tests, perftest) measures and is left out of this run" in out
+    validated = "PLAY [Validate with nccl-tests] *" in out and "fatal: [n1]: UNREACHABLE!" in out
+    assert (said, validated) == (left_out, not left_out), out[-2000:]
