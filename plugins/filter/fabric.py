@@ -35,15 +35,22 @@ def node_summary(records):
     return report.node_summary(_records("node_summary", records))
 
 
+def _gpu_count(value, host=None):
+    """A count of GPUs as the user typed it (a number, digits, or null/'' for none), or ValueError naming it."""
+    if value in (None, ""):
+        return None
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or not text.isascii():
+        raise ValueError("expected_gpu_count%s must be a whole number of GPUs per node (0 or more), got %r"
+                         % ("" if host is None else " of %s" % host, value))
+    return int(text)
+
+
 def readiness_report(records, expected_gpu_count=None, nccl_check=None, known_good=None):
-    if expected_gpu_count not in (None, ""):
-        text = str(expected_gpu_count).strip()
-        if isinstance(expected_gpu_count, bool) or not text.isdigit() or not text.isascii():
-            raise ValueError("expected_gpu_count must be a whole number of GPUs per node (0 or more), got %r"
-                             % (expected_gpu_count,))
-        expected_gpu_count = int(text)
+    if isinstance(expected_gpu_count, Mapping):   # each host's own count, as its inventory says
+        expected_gpu_count = dict((str(host), _gpu_count(value, host)) for host, value in expected_gpu_count.items())
     else:
-        expected_gpu_count = None
+        expected_gpu_count = _gpu_count(expected_gpu_count)
     if nccl_check is not None and (not isinstance(nccl_check, (list, tuple)) or
                                    not all(isinstance(run, Mapping) for run in nccl_check)):
         raise ValueError("nccl_check must be nccl_tests_judge's result (a list of judged runs), got %r" % (nccl_check,))

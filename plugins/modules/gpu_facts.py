@@ -80,6 +80,16 @@ ansible_facts:
           type: str
           returned: when nvidia-smi failed
           sample: "nvidia-smi did not answer within 30 s"
+        nvidia_smi_problem:
+          description:
+            - How nvidia-smi gave no answer - C(how) (C(missing), C(hung) or C(failed)) and C(detail) - or null when it
+              answered. Readiness judges it as the health check does (check C(nvidia_smi)) - critical where it hung or
+              failed, and where it is missing on a node that GPUs are expected on (C(gpufabric_expected_gpu_count),
+              or NVIDIA GPUs on the PCI bus).
+          type: dict
+          returned: always
+          version_added: 0.9.0
+          sample: {"how": "missing", "detail": "nvidia-smi not found"}
         driver_version:
           description: NVIDIA driver version.
           type: str
@@ -196,10 +206,12 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, i
 DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 
 
-def _empty(peermem, toolkit, error=None):
+def _empty(peermem, toolkit, how="missing", error=None):
+    """The facts of a node whose nvidia-smi gave no answer: ``how`` it did not (health.NVIDIA_SMI_FIXES' keys)."""
     facts = dict(present=False, driver_version=None, cuda_version=None, count=0, gpus=[],
                  topology=dict(matrix={}, nics={}, gpu_nics={}, cpu_affinity={}, numa_affinity={}),
-                 nvlink=False, peermem=peermem, compute_capabilities=[], nvcc_gencode="", cuda_toolkit=toolkit)
+                 nvlink=False, peermem=peermem, compute_capabilities=[], nvcc_gencode="", cuda_toolkit=toolkit,
+                 nvidia_smi_problem={"how": how, "detail": error or "nvidia-smi not found"})
     if error:
         facts["error"] = error
     return facts
@@ -287,7 +299,7 @@ def main():
         message = result.describe()
     if facts is None:
         module.warn(message)
-        done(_empty(peermem, toolkit, message))
+        done(_empty(peermem, toolkit, "hung" if result.timed_out else "failed", message))
 
     try:   # the same XML's Fabric fields: only the domain and why there is none (per-GPU health would churn the record)
         fabric = nvidia_smi_fabric.parse_nvidia_smi_fabric(result.stdout)
@@ -313,7 +325,7 @@ def main():
     for cap in (entry["compute_capability"] for entry in facts["gpus"]):
         if cap and cap not in distinct:
             distinct.append(cap)
-    facts.update(present=True, topology=topology, nvlink=gpu.has_nvlink(topology), peermem=peermem,
+    facts.update(present=True, nvidia_smi_problem=None, topology=topology, nvlink=gpu.has_nvlink(topology), peermem=peermem,
                  compute_capabilities=distinct, nvcc_gencode=gpu.nvcc_gencode(distinct), cuda_toolkit=toolkit,
                  fabric=fabric, gpudirect=_gpudirect(module.params["procfs_root"], module.params["sysfs_root"], pci_gpus))
     done(facts)

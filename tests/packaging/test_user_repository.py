@@ -48,7 +48,7 @@ def test_discover_gates_on_not_ready_and_reports_where_the_user_stands(user):
     rc, out = playbook(user, "gpufabric.rdma.discover", "-e", "gpufabric_report_root=./report",
                        "-e", "gpufabric_expected_gpu_count=8")
     assert rc == 2, out[-3000:]  # a failed play: what an AWX workflow's on-failure path and a script's `||` see
-    assert "NOT READY: 1 critical finding(s) (gpu_count); see readiness.md in the report directory" in out
+    assert "NOT READY: 1 critical finding(s) (nvidia_smi); see readiness.md in the report directory" in out
     assert (repo / "report" / "readiness.md").is_file() and (repo / "report" / "readiness.json").is_file()
     assert not (installed_copy(user) / "playbooks" / "report").exists()
     # The default callback prints the table and the verdict as lines, not one escaped string.

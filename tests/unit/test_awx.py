@@ -219,7 +219,7 @@ def test_discover_with_the_survey_answers_hands_its_verdict_to_awx(tmp_path):
     assert stats["gpufabric_findings"]["critical"] >= 1
     readiness = json.loads((tmp_path / "report" / "readiness.json").read_text())
     assert readiness["expected_gpu_count"] == 8
-    assert any(f["check"] == "gpu_count" and "expected 8 GPUs" in f["detail"] for f in readiness["nodes"]["localhost"]["findings"])
+    assert any(f["check"] == "nvidia_smi" and "(8 expected)" in f["detail"] for f in readiness["nodes"]["localhost"]["findings"])
 
 
 def test_only_node_local_work_is_sliced():

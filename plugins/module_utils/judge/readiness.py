@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import (
-    gpudirect, known_good_floors, nccl_path, nic_firmware, pcie_path, versions)
+    gpudirect, health, known_good_floors, nccl_path, nic_firmware, pcie_path, versions)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import render_table
@@ -49,6 +49,36 @@ def _driverless_gpus(host, gpu):
                     "load); a GPU held by nouveau or vfio-pci needs that driver unbound")]
 
 
+def nvidia_smi_problem(gpu):
+    """(how, detail) when nvidia-smi gave discovery no answer (gpu_facts' nvidia_smi_problem), else None. A record made
+    before gpu_facts said how: failed where it kept nvidia-smi's error, else missing."""
+    if gpu.get("present"):
+        return None
+    problem = gpu.get("nvidia_smi_problem")
+    if isinstance(problem, dict) and problem.get("how") in health.NVIDIA_SMI_FIXES:
+        return problem["how"], str(problem.get("detail") or "nvidia-smi gave no answer")
+    return ("failed", str(gpu["error"])) if gpu.get("error") else ("missing", "nvidia-smi not found")
+
+
+def _gpu_findings(host, gpu, expected_gpu_count):
+    """The GPUs: fewer than expected (gpu_count) where nvidia-smi answered; where it did not, the health check's own rule
+    (judge/health.nvidia_smi_findings: hung or failed, or missing where GPUs are expected - the count, or NVIDIA GPUs
+    on the PCI bus); GPUs on the bus no driver answers for, each named with its driver (gpu_driver)."""
+    found = []
+    problem = nvidia_smi_problem(gpu)
+    driverless = _driverless_gpus(host, gpu)
+    if problem is not None:
+        # GPUs on the bus that gpu_driver names already say a missing nvidia-smi matters: not said twice
+        found += health.nvidia_smi_findings(host, problem, expected_gpu_count,
+                                            [] if driverless else gpu.get("pci_gpus") or [])[0]
+    elif expected_gpu_count is not None and (gpu.get("count") or 0) < expected_gpu_count:
+        found.append(finding("gpu_count", "critical", host,
+                             "%d of %d expected GPUs found" % (gpu.get("count") or 0, expected_gpu_count),
+                             "check `nvidia-smi -L` and `dmesg | grep -i xid` for a GPU that fell off the bus; "
+                             "reseat or replace it, or correct expected_gpu_count"))
+    return found + driverless
+
+
 def gpudirect_of(record):
     """gpudirect.path of a discovery record, or None for a record made before discovery read the GPUDirect inputs."""
     gpu = record.get("gpu") or {}
@@ -58,19 +88,8 @@ def gpudirect_of(record):
 
 
 def node_findings(host, record, expected_gpu_count=None):
-    found = []
     gpu = record.get("gpu") or {}
-    count = gpu.get("count") or 0
-    if expected_gpu_count is not None and count < expected_gpu_count:
-        if not gpu.get("present"):
-            detail = "no NVIDIA driver answered (%s); expected %d GPUs" % (
-                gpu.get("error") or "nvidia-smi not found", expected_gpu_count)
-        else:
-            detail = "%d of %d expected GPUs found" % (count, expected_gpu_count)
-        found.append(finding("gpu_count", "critical", host, detail,
-                             "check `nvidia-smi -L` and `dmesg | grep -i xid` for a GPU that fell off the bus; "
-                             "reseat or replace it, or correct expected_gpu_count"))
-    found += _driverless_gpus(host, gpu)
+    found = _gpu_findings(host, gpu, expected_gpu_count)
     devices = record.get("rdma_devices") or []
     for device in devices:
         for port in device.get("ports") or []:
@@ -192,13 +211,25 @@ def nccl_check_findings(judged):
     return found
 
 
+def _expected_counts(records, expected_gpu_count):
+    """{host: GPUs expected or None}: one count for every node, or a count per node (as each host's inventory says:
+    a group's group_vars, a host's host_vars)."""
+    if isinstance(expected_gpu_count, dict):
+        return dict((host, None if expected_gpu_count.get(host) is None else int(expected_gpu_count[host]))
+                    for host in records)
+    return dict.fromkeys(records, None if expected_gpu_count is None else int(expected_gpu_count))
+
+
 def build_report(records, expected_gpu_count=None, nccl_check=None, known_good=None):
-    """The whole report: per node facts and findings, cluster findings, and `ready`. ``nccl_check``: the judged
-    runs of the readiness NCCL check, when it was asked for; ``known_good``: the site's floors and pins per SKU
-    (versions.check_policy), over the shipped security floors."""
+    """The whole report: per node facts and findings, cluster findings, and `ready`. ``expected_gpu_count``: one count
+    for every node, or {host: count}; ``nccl_check``: the judged runs of the readiness NCCL check, when it was asked
+    for; ``known_good``: the site's floors and pins per SKU (versions.check_policy), over the shipped security floors."""
     if not isinstance(records, dict):
         raise TypeError("readiness_report expects a mapping of host name to node record")
-    if expected_gpu_count is not None:
+    expected = _expected_counts(records, expected_gpu_count)
+    if isinstance(expected_gpu_count, dict):   # the report keeps one count where every node has the same, else each's
+        expected_gpu_count = set(expected.values()).pop() if len(set(expected.values())) == 1 else expected
+    elif expected_gpu_count is not None:
         expected_gpu_count = int(expected_gpu_count)
     nodes = {}
     for host in sorted(records):
@@ -214,9 +245,9 @@ def build_report(records, expected_gpu_count=None, nccl_check=None, known_good=N
             "fabric_mtu": dict((i.get("name"), i.get("mtu")) for i in fabric_interfaces(record)),
             "nccl": record.get("nccl") or {},
             "gpudirect": gpudirect_of(record),
-            "findings": node_findings(host, record, expected_gpu_count),
+            "findings": node_findings(host, record, expected[host]),
         }
-    cluster = cluster_findings(records, expected_gpu_count)
+    cluster = cluster_findings(records, None if set(expected.values()) <= {None} else expected)
     cluster += versions.findings(records, known_good, known_good_floors.DRIVER_FLOORS)
     if nccl_check is not None:
         cluster += nccl_check_findings(nccl_check) or [finding(

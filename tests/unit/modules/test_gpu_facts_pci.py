@@ -6,7 +6,9 @@ NIC and one H100), with no driver bound, and the 8x H200 capture's own PCI addre
 
 import os
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
+import pytest
+
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health, readiness
 from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts, node_health
 from moduletest import run_module, stub_bin, stub_path
 
@@ -43,14 +45,14 @@ def _h200_tree(tmp_path, functions):
     return root
 
 
-def _facts(tmp_path, monkeypatch, sysfs_root, smi_mode=None):
+def _facts(tmp_path, monkeypatch, sysfs_root, smi_mode=None, **args):
     bindir = stub_path(tmp_path, monkeypatch)
     if smi_mode:
         stub_bin(bindir, {"nvidia-smi": "misbehave"})
         monkeypatch.setenv("STUB_NVIDIA_SMI_MODE", smi_mode)
     else:
         monkeypatch.setenv("PATH", str(bindir))   # no nvidia-smi anywhere
-    return run_module(gpu_facts, {"procfs_root": str(tmp_path), "sysfs_root": str(sysfs_root)},
+    return run_module(gpu_facts, dict({"procfs_root": str(tmp_path), "sysfs_root": str(sysfs_root)}, **args),
                       check_mode=True)["ansible_facts"]["gpu"]
 
 
@@ -150,3 +152,52 @@ def test_discovery_reads_what_decides_the_gpudirect_path_and_readiness_says_whic
     assert found["detail"].startswith("no GPUDirect RDMA: neither DMA-BUF (kernel 5.4.0-47-generic (dma-buf memory regions "
                                       "need 5.12 or later)) nor nvidia-peermem")
     assert "peermem" not in [f["check"] for f in old["nodes"]["node1"]["findings"]]
+
+
+@pytest.mark.parametrize("mode, how, said", [
+    ("fail:9:NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", "failed",
+     "-q -x exited 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."),
+    ("hang", "hung", "-q -x did not answer within 2 s"),
+], ids=["failed", "hung"])
+def test_a_node_whose_nvidia_smi_fails_or_hangs_is_not_ready(tmp_path, monkeypatch, mode, how, said):
+    """Issue 52 point 5: no GPU on the bus (a GPU fallen off it), none expected, and nvidia-smi there but failing or
+    hanging - discovery said READY. Readiness now judges it by the health check's own rule, in its words and fix."""
+    gpu = _facts(tmp_path, monkeypatch, tmp_path / "nosys", mode, command_timeout=2)
+    assert gpu["present"] is False and gpu["pci_gpus"] == []
+    report = _report(gpu)
+    assert report["ready"] is False, report["nodes"]["node1"]["findings"]
+    assert gpu["nvidia_smi_problem"]["how"] == how and gpu["nvidia_smi_problem"]["detail"].endswith(said)
+    (found,) = report["nodes"]["node1"]["findings"]
+    assert (found["check"], found["severity"], found["detail"]) == ("nvidia_smi", "critical", gpu["error"])
+    assert found["fix_hint"] == health.NVIDIA_SMI_FIXES[how]
+
+
+def test_a_missing_nvidia_smi_is_judged_where_gpus_are_expected_and_said_once(tmp_path, monkeypatch):
+    """The same rule as node_health: missing matters where a count is expected or GPUs sit on the bus - and where
+    gpu_driver already names the GPUs on the bus, it is not said twice."""
+    gpu = _facts(tmp_path / "a", monkeypatch, tmp_path / "a" / "nosys")
+    assert gpu["nvidia_smi_problem"] == {"how": "missing", "detail": "nvidia-smi not found"}
+    assert readiness.build_report({"node1": {"gpu": gpu}})["ready"] is True   # nothing says it should have GPUs
+    (found,) = readiness.build_report({"node1": {"gpu": gpu}}, expected_gpu_count=8)["nodes"]["node1"]["findings"]
+    assert (found["check"], found["detail"]) == ("nvidia_smi", "nvidia-smi not found: cannot count GPUs (8 expected)")
+    gpu = _facts(tmp_path / "b", monkeypatch, _captured_tree(tmp_path / "b"))
+    assert [f["check"] for f in _report(gpu)["nodes"]["node1"]["findings"]] == ["gpu_driver"]
+    # a record made before gpu_facts said how: its error makes it failed, none missing
+    old = {"present": False, "count": 0, "gpus": [], "error": "nvidia-smi -q -x exited 9: x"}
+    (found,) = _report(old)["nodes"]["node1"]["findings"]
+    assert (found["check"], found["fix_hint"]) == ("nvidia_smi", health.NVIDIA_SMI_FIXES["failed"])
+
+
+def test_each_host_is_judged_against_its_own_count():
+    """discover.yml passes each host's gpufabric_expected_gpu_count (group_vars, host_vars): the report keeps one
+    count where all agree, each host's where they do not, and a bad one is named with its host."""
+    import json
+    from ansible_collections.gpufabric.rdma.plugins.filter.fabric import readiness_report
+    nodes = {"g1": {"gpu": {"present": False, "count": 0, "gpus": []}}, "c1": {"gpu": {"present": False, "count": 0, "gpus": []}}}
+    report = readiness_report(nodes, {"g1": "8", "c1": None})
+    assert report["expected_gpu_count"] == {"g1": 8, "c1": None} and report["ready"] is False
+    assert [f["check"] for f in report["nodes"]["g1"]["findings"]] == ["nvidia_smi"] and report["nodes"]["c1"]["findings"] == []
+    assert readiness_report(nodes, {"g1": 8, "c1": 8})["expected_gpu_count"] == 8
+    assert json.dumps(readiness_report(nodes, None)["expected_gpu_count"]) == "null"
+    with pytest.raises(ValueError, match="expected_gpu_count of g1 must be a whole number of GPUs per node .0 or more., got 'eight'"):
+        readiness_report(nodes, {"g1": "eight"})

@@ -40,12 +40,15 @@ def test_lab_nodes_without_gpu_or_rdma_are_ready(lab_facts):
 
 
 def test_expected_gpus_missing_on_a_node_without_driver(lab_facts):
+    """No nvidia-smi where 8 GPUs are expected: the GPUs cannot be counted, and the health check's rule says so
+    (nvidia_smi; it was gpu_count "no NVIDIA driver answered", a second copy of that rule - issue 52)."""
     records = {"node1": report.node_record(lab_facts, [], None, None)}
     result = readiness.build_report(records, expected_gpu_count="8")
     assert result["ready"] is False
     (only,) = result["nodes"]["node1"]["findings"]
-    assert only["check"] == "gpu_count" and only["severity"] == "critical"
-    assert "expected 8 GPUs" in only["detail"] and "xid" in only["fix_hint"].lower()
+    assert only["check"] == "nvidia_smi" and only["severity"] == "critical"
+    assert only["detail"] == "nvidia-smi not found: cannot count GPUs (8 expected)"
+    assert "install the NVIDIA driver" in only["fix_hint"]
 
 
 def test_roce_node_findings(roce_node):
