@@ -48,7 +48,13 @@ def _run(tmp_path, playbook, *extra, host_vars=None, env=None):
     ("gpufabric.rdma.burnin", ["-e", "burnin_dcgm_level=7", "-e", "burnin_tolerance=2"], None,
      ['burnin_dcgm_level is "7", expected one of 1, 2, 3, 4 (an input of this playbook)',
       "burnin_tolerance must be a fraction between 0 and 1, got '2'"]),
-], ids=["type", "playbook-choice", "known-good", "rule-one-host", "burnin"])
+    # run alone (issue 52): configure.yml installed the drivers first; discover.yml wrote every node's record first
+    ("gpufabric.rdma.configure", ["--check", "-e", "rdma_network_mtu=abc"], None,
+     ['rdma_network_mtu is "abc", expected a whole number (role gpufabric.rdma.rdma_network) - nothing has run yet']),
+    ("gpufabric.rdma.discover", ["--check", "-e", '{"gpufabric_known_good": {"*": {"floors": {"drvier": "535.104"}}}}'], None,
+     ["gpufabric_known_good[*].floors: unknown key 'drvier' (known: driver, cuda, kernel, vbios, nic_fw, ofed) - nothing "
+      "has run yet"]),
+], ids=["type", "playbook-choice", "known-good", "rule-one-host", "burnin", "configure", "discover"])
 def test_a_bad_input_fails_before_any_host_is_touched(tmp_path, playbook, extra, host_vars, messages):
     rc, out = _run(tmp_path, playbook, *extra, host_vars=host_vars)
     assert rc != 0, out[-2000:]
