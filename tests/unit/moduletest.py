@@ -76,3 +76,12 @@ def calls(log_path):
         return []
     with open(str(log_path)) as handle:
         return [(entry["tool"], entry["argv"]) for entry in map(json.loads, handle)]
+
+
+def every_task(tasks):
+    """Every task of a task list as YAML loads it, those inside block, rescue and always too, in order."""
+    for task in tasks or []:
+        if isinstance(task, dict):
+            yield task
+            for key in ("block", "rescue", "always"):
+                yield from every_task(task.get(key))

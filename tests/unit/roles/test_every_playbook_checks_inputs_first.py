@@ -14,6 +14,8 @@ import sys
 
 import yaml
 
+from moduletest import every_task
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 PLAYBOOKS = os.path.join(ROOT, "playbooks")
 ROLES = set(os.listdir(os.path.join(ROOT, "roles")))
@@ -25,14 +27,6 @@ NOT_CHECKED = {"lab.yml"}
 def _load(path):
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle) or []
-
-
-def _tasks(tasks):
-    for task in tasks or []:
-        if isinstance(task, dict):
-            yield task
-            for key in ("block", "rescue", "always"):
-                yield from _tasks(task.get(key))
 
 
 def _role_of(task):
@@ -57,7 +51,7 @@ def _plays(name):
 def _roles_run(play):
     roles = set(str(r["role"] if isinstance(r, dict) else r).replace("gpufabric.rdma.", "") for r in play.get("roles") or [])
     files = []
-    for task in _tasks((play.get("pre_tasks") or []) + (play.get("tasks") or []) + (play.get("post_tasks") or [])):
+    for task in every_task((play.get("pre_tasks") or []) + (play.get("tasks") or []) + (play.get("post_tasks") or [])):
         role, dummy = _role_of(task)
         if role:
             roles.add(role)
@@ -71,7 +65,7 @@ def _roles_run(play):
 
 def _preflight_roles(play):
     """The roles a play's preflight names (a templated list: every role it may name), or None without a preflight."""
-    for task in _tasks(play.get("tasks")):
+    for task in every_task(play.get("tasks")):
         role, tasks_from = _role_of(task)
         if role == "_common" and tasks_from == "preflight":
             named = task.get("vars", {}).get("preflight_roles")

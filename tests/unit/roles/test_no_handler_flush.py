@@ -9,20 +9,14 @@ import os
 
 import yaml
 
+from moduletest import every_task
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-
-
-def _tasks(tasks):
-    for task in tasks or []:
-        if isinstance(task, dict):
-            yield task
-            for key in ("block", "rescue", "always"):
-                yield from _tasks(task.get(key))
 
 
 def _flushes(path):
     with open(path, encoding="utf-8") as handle:
-        return [task.get("name", "(no name)") for task in _tasks(yaml.safe_load(handle))
+        return [task.get("name", "(no name)") for task in every_task(yaml.safe_load(handle))
                 if str(task.get("ansible.builtin.meta", task.get("meta", ""))).strip() == "flush_handlers"]
 
 
@@ -41,7 +35,7 @@ def test_the_check_finds_a_flush_in_a_block(tmp_path):
 
 def test_the_decider_restarts_before_the_wait_for_it():
     with open(os.path.join(ROOT, "roles", "remediator", "tasks", "main.yml"), encoding="utf-8") as handle:
-        names = [task.get("name") for task in _tasks(yaml.safe_load(handle))]
+        names = [task.get("name") for task in every_task(yaml.safe_load(handle))]
     restart = names.index("Restart the decider when its code, configuration or unit changed")
     assert names.index("Install, enable and start the decider's service") < restart < names.index("Wait until the decider answers")
     assert not os.path.exists(os.path.join(ROOT, "roles", "remediator", "handlers", "main.yml"))
