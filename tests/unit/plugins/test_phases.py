@@ -136,8 +136,8 @@ def test_what_configure_declares_of_each_phase_is_what_its_role_names():
     """configure.yml's declaration and the roles' <role>_applied facts are two places; this holds them equal: each
     kind a phase must observe is one its role names, each fact it publishes is one its role publishes (and no other),
     and each role default the declaration falls back on is the role's own."""
-    with open(os.path.join(PLAYBOOKS, "configure.yml")) as handle:
-        play = yaml.safe_load(handle)[0]
+    with open(os.path.join(PLAYBOOKS, "configure.yml")) as handle:   # the play after the preflight
+        play = next(play for play in yaml.safe_load(handle) if play["name"] == "Configure the nodes")
     declared, inputs = play["vars"]["__configure_declared"], play["vars"]["__configure_inputs"]
     applied = _applied_by_role()
     assert sorted(declared) == sorted(inputs) == sorted(applied)
