@@ -150,110 +150,134 @@ class Batcher(object):
         self.wake_delivery.set()
 
 
-def make_handler(config, nonces, batcher, threads, log):
-    secret = config["secret"]
+class DeciderHandler(service.BoundedHandler):
+    """The decider's HTTP surface, one request per instance: GET /v1/health and /metrics; POST a challenge, a report,
+    an evidence bundle, Alertmanager's notification. make_handler binds it to one decider (config, nonces, batcher,
+    threads, log)."""
 
-    class Handler(service.BoundedHandler):
-        server_version = "gpufabric-remediator"
-        refused = {}
-        say = staticmethod(log)
-        read_seconds = READ_SECONDS  # the whole request, not each read: a dripping client is cut then
+    server_version = "gpufabric-remediator"
+    config = nonces = batcher = threads = None
 
-        def do_GET(self):
-            self.watchdog.cancel()
-            if self.path.rstrip("/") == "/v1/health":
-                dead = sorted(t.name for t in threads if not t.is_alive())
-                return self._send(503 if dead else 200, {"ok": not dead, "dead_threads": dead,
-                                                         "last_batch": batcher.last, "refused": dict(self.refused)})
-            if self.path.rstrip("/") == "/metrics":
-                try:
-                    data = decider.metrics_text(config).encode("utf-8")
-                except Exception as exc:  # an unreadable state is said, never a dead handler
-                    return self._send(503, {"error": "the decider's state cannot be read: %s" % str(exc)[:300]})
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                return self.wfile.write(data)
+    def do_GET(self):
+        self.watchdog.cancel()
+        if self.path.rstrip("/") == "/v1/health":
+            return self._health()
+        if self.path.rstrip("/") == "/metrics":
+            return self._metrics()
+        return self._send(404, {"error": "no such path"})
+
+    def _health(self):
+        dead = sorted(t.name for t in self.threads if not t.is_alive())
+        return self._send(503 if dead else 200, {"ok": not dead, "dead_threads": dead,
+                                                 "last_batch": self.batcher.last, "refused": dict(self.refused)})
+
+    def _metrics(self):
+        try:
+            data = decider.metrics_text(self.config).encode("utf-8")
+        except Exception as exc:  # an unreadable state is said, never a dead handler
+            return self._send(503, {"error": "the decider's state cannot be read: %s" % str(exc)[:300]})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        return self.wfile.write(data)
+
+    def _body_limit(self, path):
+        """How large a body may be on ``path``: Alertmanager sends a whole group at once (10,000 nodes' alerts are
+        about 6.3 MB), an evidence bundle up to the store's max_bytes, anything else a report's size."""
+        return {alerts.ALERTMANAGER_PATH: alerts.MAX_NOTIFICATION_BYTES,
+                evidence.EVIDENCE_PATH: self.config["remediation"]["evidence"]["max_bytes"]}.get(path, protocol.MAX_REPORT_BYTES)
+
+    def do_POST(self):
+        path = self.path.split("?", 1)[0].rstrip("/")
+        limit = self._body_limit(path)
+        body = self.read_body(limit)
+        self.watchdog.cancel()  # the request is in; waiting for the decision is bounded by answer_within
+        if body is None:
+            return self.refuse(413, "a body with a Content-Length of at most %d bytes is needed" % limit, "size")
+        if path == evidence.EVIDENCE_PATH:
+            return self._evidence(body)
+        try:
+            service.check_json_depth(body)
+        except ValueError as exc:
+            return self.refuse(400, str(exc), "nesting")
+        if path == protocol.CHALLENGE_PATH:
+            return self._challenge(body)
+        if path == alerts.ALERTMANAGER_PATH:
+            return self._alertmanager(body)
+        if path != protocol.REPORT_PATH:
             return self._send(404, {"error": "no such path"})
+        return self._report(body)
 
-        def do_POST(self):
-            path = self.path.split("?", 1)[0].rstrip("/")
-            # Alertmanager sends a whole group at once: 10,000 nodes' alerts are about 6.3 MB.
-            limit = {alerts.ALERTMANAGER_PATH: alerts.MAX_NOTIFICATION_BYTES,
-                     evidence.EVIDENCE_PATH: config["remediation"]["evidence"]["max_bytes"]}.get(path, protocol.MAX_REPORT_BYTES)
-            body = self.read_body(limit)
-            self.watchdog.cancel()  # the request is in; waiting for the decision is bounded by answer_within
-            if body is None:
-                return self.refuse(413, "a body with a Content-Length of at most %d bytes is needed" % limit, "size")
-            if path == evidence.EVIDENCE_PATH:
-                return self._evidence(body)
-            try:
-                service.check_json_depth(body)
-            except ValueError as exc:
-                return self.refuse(400, str(exc), "nesting")
-            if path == protocol.CHALLENGE_PATH:
-                try:
-                    node = protocol.verify_challenge(secret, body, self.headers.get("X-Gpufabric-Signature"))
-                except ValueError as exc:
-                    return self._send(401, {"error": str(exc)})
-                nonce = nonces.issue(node)
-                if nonce is None:
-                    return self._send(503, {"error": "too many reports in flight"})
-                return self._send(200, {"nonce": nonce, "expires_in": NONCE_SECONDS})
-            if path == alerts.ALERTMANAGER_PATH:
-                return self._alertmanager(body)
-            if path != protocol.REPORT_PATH:
-                return self._send(404, {"error": "no such path"})
-            try:
-                report, nonce = protocol.verify_report(secret, body, self.headers.get("X-Gpufabric-Signature"))
-            except ValueError as exc:
-                return self._send(401 if "signature" in str(exc) else 400, {"error": str(exc)})
-            if not nonces.take(nonce, report["node"]):
-                return self._send(401, {"error": "the nonce is unknown, used, expired or another node's: ask %s again"
-                                        % protocol.CHALLENGE_PATH})
-            slot = batcher.submit(report)
+    def _challenge(self, body):
+        """A nonce for a node whose challenge is signed with the shared secret."""
+        try:
+            node = protocol.verify_challenge(self.config["secret"], body, self.headers.get("X-Gpufabric-Signature"))
+        except ValueError as exc:
+            return self._send(401, {"error": str(exc)})
+        nonce = self.nonces.issue(node)
+        if nonce is None:
+            return self._send(503, {"error": "too many reports in flight"})
+        return self._send(200, {"nonce": nonce, "expires_in": NONCE_SECONDS})
+
+    def _report(self, body):
+        """A signed report on a nonce of its node's: decided with its batch, the decision answered."""
+        config = self.config
+        try:
+            report, nonce = protocol.verify_report(config["secret"], body, self.headers.get("X-Gpufabric-Signature"))
+        except ValueError as exc:
+            return self._send(401 if "signature" in str(exc) else 400, {"error": str(exc)})
+        if not self.nonces.take(nonce, report["node"]):
+            return self._send(401, {"error": "the nonce is unknown, used, expired or another node's: ask %s again"
+                                    % protocol.CHALLENGE_PATH})
+        slot = self.batcher.submit(report)
+        if slot is None:
+            return self._send(503, {"error": "too many reports wait for a decision: nothing is assumed, report again"})
+        if not slot["done"].wait(config["answer_within"]):
+            return self._send(503, {"error": "no decision within %s s (the scheduler is slow): the report is "
+                                    "decided when its turn comes; nothing is assumed" % config["answer_within"]})
+        return self._send(200, slot["answer"])
+
+    def _evidence(self, body):
+        """A node's evidence bundle, kept when the decider asked that node for it (decider.receive_evidence)."""
+        try:
+            node, ident = protocol.verify_evidence(self.config["secret"], body, self.headers)
+        except ValueError as exc:
+            return self._send(401, {"error": str(exc)})
+        status, answer = decider.receive_evidence(self.config, node, ident, body, time.time, self.say)
+        return self._send(status, answer)
+
+    def _alertmanager(self, body):
+        """Alertmanager's notification of critical findings: reports that can drain (within the same
+        limits and mode), never resume (alerts.decider_reports). Answered when decided, so Alertmanager
+        retries what was not."""
+        config = self.config
+        token = config.get("alertmanager_token")
+        given = self.headers.get("Authorization") or ""
+        if not token or not hmac.compare_digest(given.encode("utf-8"), ("Bearer " + token).encode("utf-8")):
+            return self._send(401, {"error": "a bearer token is needed (alertmanager_token in the decider's configuration)"})
+        try:
+            reports = alerts.decider_reports(alerts.check_payload(service.parse_json_body(body)))
+        except ValueError as exc:  # UnicodeDecodeError is one
+            return self.refuse(400, str(exc)[:300], "notification")
+        slots = []
+        for report in reports.values():
+            slot = self.batcher.submit(report)
             if slot is None:
-                return self._send(503, {"error": "too many reports wait for a decision: nothing is assumed, report again"})
-            if not slot["done"].wait(config["answer_within"]):
-                return self._send(503, {"error": "no decision within %s s (the scheduler is slow): the report is "
-                                        "decided when its turn comes; nothing is assumed" % config["answer_within"]})
-            return self._send(200, slot["answer"])
+                return self._send(503, {"error": "too many reports wait for a decision: send again"})
+            slots.append(slot)
+        waited = time.time()
+        for slot in slots:
+            if not slot["done"].wait(max(0.1, config["answer_within"] - (time.time() - waited))):
+                return self._send(503, {"error": "no decision within %s s: send again" % config["answer_within"]})
+        return self._send(200, {"reports": len(slots), "decisions": [s["answer"]["text"] for s in slots]})
 
-        def _evidence(self, body):
-            """A node's evidence bundle, kept when the decider asked that node for it (decider.receive_evidence)."""
-            try:
-                node, ident = protocol.verify_evidence(secret, body, self.headers)
-            except ValueError as exc:
-                return self._send(401, {"error": str(exc)})
-            status, answer = decider.receive_evidence(config, node, ident, body, time.time, log)
-            return self._send(status, answer)
 
-        def _alertmanager(self, body):
-            """Alertmanager's notification of critical findings: reports that can drain (within the same
-            limits and mode), never resume (alerts.decider_reports). Answered when decided, so Alertmanager
-            retries what was not."""
-            token = config.get("alertmanager_token")
-            given = self.headers.get("Authorization") or ""
-            if not token or not hmac.compare_digest(given.encode("utf-8"), ("Bearer " + token).encode("utf-8")):
-                return self._send(401, {"error": "a bearer token is needed (alertmanager_token in the decider's configuration)"})
-            try:
-                reports = alerts.decider_reports(alerts.check_payload(service.parse_json_body(body)))
-            except ValueError as exc:  # UnicodeDecodeError is one
-                return self.refuse(400, str(exc)[:300], "notification")
-            slots = []
-            for report in reports.values():
-                slot = batcher.submit(report)
-                if slot is None:
-                    return self._send(503, {"error": "too many reports wait for a decision: send again"})
-                slots.append(slot)
-            waited = time.time()
-            for slot in slots:
-                if not slot["done"].wait(max(0.1, config["answer_within"] - (time.time() - waited))):
-                    return self._send(503, {"error": "no decision within %s s: send again" % config["answer_within"]})
-            return self._send(200, {"reports": len(slots), "decisions": [s["answer"]["text"] for s in slots]})
-
-    return Handler
+def make_handler(config, nonces, batcher, threads, log):
+    """DeciderHandler bound to one decider; its refusals counted apart from any other server's. read_seconds: the
+    whole request, not each read, must come within READ_SECONDS (read now): a dripping client is cut then."""
+    return type("Handler", (DeciderHandler,), {"config": config, "nonces": nonces, "batcher": batcher, "threads": threads,
+                                               "refused": {}, "say": staticmethod(log), "read_seconds": READ_SECONDS})
 
 
 def serve(config, clock=time.time, log=_say, stop=None):
