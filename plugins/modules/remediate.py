@@ -162,6 +162,76 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (
     certificate, decider, decider_settings, protocol, remediation)
 
 
+def _checked_settings(module):
+    """The decider's configuration from the module's options, checked (decider_settings), with a scheduler to act on."""
+    params = module.params
+    try:
+        config = decider_settings.check_config({
+            "cluster": params["cluster"], "name": params["name"], "state_dir": params["state_dir"],
+            "remediation": params["remediation"], "webhooks": params["webhooks"],
+            "command_timeout": params["command_timeout"]})
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    if not (config["remediation"]["slurm"]["enabled"] or config["remediation"]["kubernetes"]["enabled"]):
+        module.fail_json(msg="remediation needs slurm.enabled or kubernetes.enabled: the scheduler the decider acts on")
+    return config
+
+
+def _checked_inputs(module):
+    """(reports, certificates): each node's node_health result as a report (protocol.check_report, source awx) and
+    each certificate checked (certificate.check_certificate) under a plain node name."""
+    reports = {}
+    for node, result in sorted(module.params["reports"].items()):
+        if not isinstance(result, dict):
+            module.fail_json(msg="reports[%s] must be what node_health returned, got %r" % (node, type(result).__name__))
+        try:
+            reports[node] = protocol.check_report({
+                "node": node, "findings": list(result.get("findings") or []), "complete": result.get("complete") is True,
+                "unreadable": list(result.get("unreadable") or []), "source": "awx"})
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
+    certificates = {}
+    for node, cert in sorted((module.params["certificates"] or {}).items()):
+        try:
+            if not protocol.plain_name(node):
+                raise ValueError("certificates: %r is not a node name" % (node,))
+            certificates[node] = certificate.check_certificate(cert, node)
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
+    return reports, certificates
+
+
+def _own_state_dir(module, state_dir):
+    """The decider's state directory, created and marked as the remediator's when missing (not in check mode: it
+    plans against an empty ledger and creates nothing); one another program made is refused."""
+    owner = statefile.owner_of(state_dir)
+    if owner is None:
+        if not module.check_mode:
+            try:
+                os.mkdir(state_dir, 0o700)
+                statefile.mark_owned(state_dir, "remediator")
+            except OSError as exc:
+                module.fail_json(msg="cannot create the decider's state_dir %s: %s" % (state_dir, exc))
+    elif owner != "remediator":
+        module.fail_json(msg="state_dir %s exists and was not created by gpufabric's remediator (%s): choose another"
+                         % (state_dir, "its marker names %s" % owner if owner else "no %s marker" % ownership.MARKER))
+
+
+def _returned(module, config, result, lines, acted):
+    """What the module returns for the decider's result: the decisions, the nodes to certify, to pair with and to
+    maintain, the diff of what was done (or would be, in check mode)."""
+    decisions = result["decisions"]
+    out = dict(changed=bool([d for d in acted if d.get("done") or module.check_mode]), decisions=decisions,
+               breaker=result["breaker"], log=lines, certificates=result.get("certificates") or {},
+               certify=sorted(d["node"] for d in decisions if d.get("certify")),
+               certify_checks=certificate.describe_checks(config["remediation"]["certification"]), now=result.get("now"),
+               healthy=sorted(d["node"] for d in decisions if d.get("healthy")),
+               maintain=dict((d["node"], d["maintain"]) for d in decisions if d.get("maintain")))
+    if module._diff:
+        out["diff"] = {"before": "", "after": "".join("%s\n" % d["text"] for d in acted)}
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -176,46 +246,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    try:
-        config = decider_settings.check_config({
-            "cluster": params["cluster"], "name": params["name"], "state_dir": params["state_dir"],
-            "remediation": params["remediation"], "webhooks": params["webhooks"],
-            "command_timeout": params["command_timeout"]})
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    if not (config["remediation"]["slurm"]["enabled"] or config["remediation"]["kubernetes"]["enabled"]):
-        module.fail_json(msg="remediation needs slurm.enabled or kubernetes.enabled: the scheduler the decider acts on")
-    reports = {}
-    for node, result in sorted(params["reports"].items()):
-        if not isinstance(result, dict):
-            module.fail_json(msg="reports[%s] must be what node_health returned, got %r" % (node, type(result).__name__))
-        try:
-            reports[node] = protocol.check_report({
-                "node": node, "findings": list(result.get("findings") or []), "complete": result.get("complete") is True,
-                "unreadable": list(result.get("unreadable") or []), "source": "awx"})
-        except ValueError as exc:
-            module.fail_json(msg=str(exc))
-    certificates = {}
-    for node, cert in sorted((params["certificates"] or {}).items()):
-        try:
-            if not protocol.plain_name(node):
-                raise ValueError("certificates: %r is not a node name" % (node,))
-            certificates[node] = certificate.check_certificate(cert, node)
-        except ValueError as exc:
-            module.fail_json(msg=str(exc))
-
-    owner = statefile.owner_of(config["state_dir"])
-    if owner is None:
-        if not module.check_mode:  # check mode plans against an empty ledger and creates nothing
-            try:
-                os.mkdir(config["state_dir"], 0o700)
-                statefile.mark_owned(config["state_dir"], "remediator")
-            except OSError as exc:
-                module.fail_json(msg="cannot create the decider's state_dir %s: %s" % (config["state_dir"], exc))
-    elif owner != "remediator":
-        module.fail_json(msg="state_dir %s exists and was not created by gpufabric's remediator (%s): choose another"
-                         % (config["state_dir"], "its marker names %s" % owner if owner else "no %s marker" % ownership.MARKER))
+    config = _checked_settings(module)
+    reports, certificates = _checked_inputs(module)
+    _own_state_dir(module, config["state_dir"])
 
     lines = []
     result = decider.decide(reports, config, time.time, lines.append, act=not module.check_mode,
@@ -228,17 +261,10 @@ def main():
     if result.get("error"):
         module.fail_json(msg="could not act: %s" % result["error"], decisions=result["decisions"], log=lines)
     acted = [d for d in result["decisions"] if d["action"] in ("drain", "resume") and not d["shadow"]]
-    failed = [d for d in acted if d.get("error")]
-    out = dict(changed=bool([d for d in acted if d.get("done") or module.check_mode]), decisions=result["decisions"],
-               breaker=result["breaker"], log=lines, certificates=result.get("certificates") or {},
-               certify=sorted(d["node"] for d in result["decisions"] if d.get("certify")),
-               certify_checks=certificate.describe_checks(config["remediation"]["certification"]), now=result.get("now"),
-               healthy=sorted(d["node"] for d in result["decisions"] if d.get("healthy")),
-               maintain=dict((d["node"], d["maintain"]) for d in result["decisions"] if d.get("maintain")))
-    if module._diff:
-        out["diff"] = {"before": "", "after": "".join("%s\n" % d["text"] for d in acted)}
+    out = _returned(module, config, result, lines, acted)
     if not module.check_mode and config["webhooks"]:
         out["delivery"] = decider.deliver(config, lines.append)
+    failed = [d for d in acted if d.get("error")]
     if failed:
         module.fail_json(msg="could not act on %s" % "; ".join("%s: %s" % (d["node"], d["error"]) for d in failed), **out)
     module.exit_json(**out)
