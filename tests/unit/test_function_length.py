@@ -14,17 +14,8 @@ LIMIT = 80
 # Functions still being split elsewhere, each with its issue; an entry whose function got shorter (or went) fails
 # the test, so the list only shrinks. {path: {function name: why it is still here}}
 ALLOWED = {
-    "plugins/module_utils/fleet/remediation.py": {
-        "plan": "issue 54 item 4: the decider's plan as a pipeline of named pure phases (the decider's branch)",
-    },
-    "roles/remediator/files/gpufabric_remediator.py": {
-        "make_handler": "issue 54 item 4: the remediator's HTTP handler (the remediator's branch)",
-    },
     "plugins/module_utils/node/node_checks.py": {
         "check_node": "issue 54 item 4: a node's checks, split with the node-check registry (the registry's branch)",
-    },
-    "plugins/modules/remediate.py": {
-        "main": "issue 54 item 4: the decider's module, edited on the decider's branch (issue 53); split there",
     },
 }
 
