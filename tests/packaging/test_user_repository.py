@@ -107,7 +107,7 @@ def test_a_gpu_on_the_bus_that_no_driver_answers_is_not_ready(user):
 
 @pytest.mark.parametrize("args, message", [
     (["gpufabric.rdma.discover", "-e", "gpufabric_expected_gpu_count=eight", "-e", "gpufabric_report_root=./report-eight"],
-     "argument 'gpufabric_expected_gpu_count' is of type str and we were unable to convert to int: \"'eight'\""),
+     'gpufabric_expected_gpu_count is "eight", expected a whole number (role gpufabric.rdma._common) - nothing has run yet'),
     (["gpufabric.rdma.burnin", "-e", "burnin_group=gpus"], "burnin_group=gpus matches no host of the inventory"),
     (["gpufabric.rdma.topology", "--check", "--diff"], "this playbook needs a group slurm_controller in the inventory"),
 ], ids=["gpu-count-eight", "group-typo", "topology-without-controller"])
