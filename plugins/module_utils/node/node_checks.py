@@ -102,11 +102,11 @@ def _pause_counters(opts, runner, netdevs, unreadable):
     """{'eth2|tx_pause_storm_error_events': 0, ...} from `ethtool -S` of each RDMA netdev (when ethtool is
     there); an ethtool that fails or hangs is a source that could not be read."""
     counters = {}
-    ethtool = runner.which("ethtool") if opts["ethtool"] else None
-    if not ethtool:
+    binary = runner.which("ethtool") if opts["ethtool"] else None
+    if not binary:
         return counters
     for netdev in netdevs:
-        result = runner.run([ethtool, "-S", netdev])
+        result = runner.run([binary, "-S", netdev])
         if result.ok:
             for name, value in rates.pause_counters(ethtool.parse_ethtool_stats(result.stdout)).items():
                 counters["%s|%s" % (netdev, name)] = value

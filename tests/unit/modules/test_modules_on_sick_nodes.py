@@ -140,6 +140,24 @@ def test_a_hung_kernel_log_reader_or_ethtool_makes_the_check_incomplete(sick):
         "did not answer within 2 s" in checked["unreadable"][-1]
 
 
+def test_the_pause_counters_of_a_working_ethtool_are_read(sick):
+    """ethtool -S that answers: its pause counters reach the check (the local name of the binary once hid the
+    reader's module, and every answer raised instead of being read)."""
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, node_checks
+    shutil.copytree(os.path.join(FIXTURES, "sysfs", "erdma"), str(sick.root / "sys"))
+    stats = sick.root / "ethtool-S.txt"
+    stats.write_text("NIC statistics:\n     rx_packets: 10\n     tx_pause_storm_warning_events: 0\n"
+                     "     tx_pause_storm_error_events: 1\n")
+    sick.set("ethtool", "file:%s" % stats)
+    (sick.root / "kern.log").write_text("")
+    checked = node_checks.check_node({"command_timeout": 5, "sysfs_root": str(sick.root / "sys"), "procfs_root": sick.proc,
+                                      "nvidia_smi_path": os.devnull + "x", "kernel_log": str(sick.root / "kern.log")},
+                                     commands.Runner(5), history=[])
+    assert not [u for u in checked["unreadable"] if u.startswith("pause counters of ")], checked["unreadable"]
+    (sample,) = checked["observed"]["history"]
+    assert any(key.endswith("|tx_pause_storm_error_events") for key in sample["counters"]), sample
+
+
 def test_a_bad_command_timeout_names_itself(sick):
     for module in (gpu_facts, node_health, rdma_devices):
         result = run_module(module, {"command_timeout": 0})
