@@ -11,7 +11,8 @@ author: gpufabric.rdma maintainers (@gpufabric)
 short_description: One tar archive of a program's files, written on the controller for one transfer to a node
 version_added: 0.9.0
 description:
-  - Packs the files that the C(gpufabric.rdma.program_closure) lookup lists (given O(install_as) and O(directory))
+  - Packs the files that the C(gpufabric.rdma.program_closure) lookup lists (given its
+    O(gpufabric.rdma.program_closure#lookup:install_as) and O(gpufabric.rdma.program_closure#lookup:directory) options)
     into one uncompressed tar in the controller's temporary directory and returns its path, so the program_install
     role sends a program and the module_utils it imports in one transfer (C(ansible.builtin.unarchive)), not one
     copy per file.

@@ -80,8 +80,8 @@ def coverage_gap(parsed, expected_gpus=None, gpu_ids=None):
     if not gpus:
         return "DCGM's output does not say which GPUs it tested, and the node has %d:%s" % (expected_gpus, why)
     if len(gpus) < expected_gpus:
-        return "DCGM tested %d of the node's %d GPUs (%s):%s" % (len(gpus), expected_gpus, ", ".join(str(g) for g in gpus),
-                                                              why)
+        tested = ", ".join(str(g) for g in gpus)
+        return "DCGM tested %d of the node's %d GPUs (%s):%s" % (len(gpus), expected_gpus, tested, why)
     return None
 
 

@@ -297,8 +297,8 @@ def test_evidence_that_is_not_a_regular_file_is_unknown_never_a_hang(tmp_path, o
         os.mkfifo(target)
     phase = {"name": "nccl_env", "fingerprint": FP1, "observes": ["files"]}
     _record(state, [dict(phase, evidence={"files": [str(tmp_path / "x")]})])
-    _edit(state / "nccl_env.json", lambda record: record.update(evidence={"files": [target]},
-                                                                 observed={"files": {target: "absent"}}))
+    _edit(state / "nccl_env.json",
+          lambda record: record.update(evidence={"files": [target]}, observed={"files": {target: "absent"}}))
     result = _check_bounded(state, phase)
     kind = "a FIFO" if odd == "fifo" else "a character device"
     assert result["run"] == {"nccl_env": "drift since it was applied: file %s: unknown (it is %s, not a regular file)"

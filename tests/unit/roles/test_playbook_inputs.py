@@ -99,7 +99,7 @@ def test_hang_by_job_id_without_a_slurm_host_fails_at_once_saying_what_to_set(tm
     assert ("job_id=4242 is looked up with squeue on a Slurm host, and the inventory names none: add a slurm_controller "
             "group (a host where squeue runs), set -e hang_slurm_host=<host> (localhost if this machine is a Slurm login "
             "node), or name the job's nodes instead with -e '{\"hang_nodes\": [\"node1\", \"node2\"]}'") in out, out[-2000:]
-    assert "squeue" not in out.split("Check that a host can ask Slurm")[0] and "No such file" not in out
+    assert "squeue" not in out.split("Check that a host can ask Slurm", maxsplit=1)[0] and "No such file" not in out
     assert "Could not match supplied host pattern" not in out
 
 

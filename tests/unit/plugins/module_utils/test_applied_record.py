@@ -61,8 +61,8 @@ def test_a_record_of_its_phase_is_trusted_and_gives_back_what_it_publishes():
     (_record(evidence={}, observed={}), "it observes no files, which phase mpi must observe"),
     (_record(evidence={"files": []}, observed={"files": {}}), "it observes no files, which phase mpi must observe"),
     (_record(observed={}), "file /usr/bin/mpirun is named in its evidence but was not observed"),
-    (_record(observed={"files": {"/usr/bin/mpirun": "x", "/etc/x": "absent"}}), "file /etc/x was observed but is not "
-                                                                                 "named in its evidence"),
+    (_record(observed={"files": {"/usr/bin/mpirun": "x", "/etc/x": "absent"}}),
+     "file /etc/x was observed but is not named in its evidence"),
     (_record(observed={"files": {"/usr/bin/mpirun": 1}}), "observation of file /usr/bin/mpirun must be text"),
     (_record(evidence={"files": ["/dev/x"], "sockets": ["/run/x"]}), "evidence must be a dict of files, links"),
     (_record(evidence={"packages": ["-q"]}, observed={"packages": {"-q": "absent"}}), "packages entry '-q' must be a name"),
@@ -113,7 +113,7 @@ def test_evidence_is_read_bounded_and_never_from_what_is_not_a_regular_file(tmp_
             str(tmp_path): "unknown (it is a directory, not a regular file)",
             # Evidence follows links (mpirun is one, through /etc/alternatives): the file it names is observed.
             str(link): "sha256:%s mode:%o" % (hashlib.sha256(b"#!/bin/sh\n").hexdigest(),
-                                             os.stat(str(regular)).st_mode & 0o7777)}
+                                              os.stat(str(regular)).st_mode & 0o7777)}
 
 
 def test_files_reads_refuse_fifos_devices_links_and_what_is_too_large(tmp_path):

@@ -222,7 +222,7 @@ def test_only_a_certificate_measured_after_this_drain_not_in_the_future_resumes_
     before the drain, one dated 2100, and later the same passing certificate replayed after a new drain all leave
     the node drained; only the one measured after the drain resumes it."""
     world = cluster(["n01", "n02"], certification={"required": True, "checks": ["dcgm"]},
-                rate_limit={"max_nodes": 5, "max_percent": 100, "interval": 60})
+                    rate_limit={"max_nodes": 5, "max_percent": 100, "interval": 60})
     _at(world, NOW)
     world.fault("n01")
     world.run("n01")
@@ -274,8 +274,8 @@ def test_a_failing_entry_of_a_check_fails_it_whatever_the_next_entry_says(cluste
     assert world.drained() == ["n01"]
     s = settings(checks=["dcgm", "nccl"])
     assert c.problems({"checks": [{"name": "nccl", "status": "pass"}, {"name": "nccl", "status": "warn"},
-                                  {"name": "dcgm", "status": "pass", "level": 1}, {"name": "dcgm", "status": "pass",
-                                                                                     "level": 2}]},
+                                  {"name": "dcgm", "status": "pass", "level": 1},
+                                  {"name": "dcgm", "status": "pass", "level": 2}]},
                       s["certification"]) == ["nccl warn"]
 
 

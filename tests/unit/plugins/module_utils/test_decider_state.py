@@ -259,8 +259,8 @@ def test_a_ledger_lost_after_a_drain_and_its_resume_keeps_the_hours_drain_so_no_
     assert not any("budget unknown" in line for line in lines + c.lines), lines
 
 
-@pytest.mark.parametrize("ledger_loss, history_loss", [("truncated", "foreign"), ("foreign", "truncated"),
-                                                        ("deleted", "truncated")])
+@pytest.mark.parametrize("ledger_loss, history_loss",
+                         [("truncated", "foreign"), ("foreign", "truncated"), ("deleted", "truncated")])
 def test_a_ledger_and_its_history_both_lost_hold_every_drain_for_one_interval_and_say_why(cluster, ledger_loss,
                                                                                           history_loss):
     """When the history cannot be rebuilt (both copies damaged, or not ours), the drains gpufabric made in the last

@@ -154,7 +154,7 @@ def test_phase_triage_sends_each_node_to_the_drains_the_resumes_or_decides_it_th
     causes = counts_.drain_causes(reports, {}, empty_ledger(), c)
     decisions, drains, resumes = triage_.triage(reports, {"n1": entry}, causes, {"n1": state}, empty_ledger(), c)
     assert decisions[0]["why"].startswith(why) and decisions[0]["action"] == "none"
-    assert [d["node"] for d, _ in drains] == (["n1"] if where == "drain" else [])
+    assert [d["node"] for d, dummy in drains] == (["n1"] if where == "drain" else [])
     assert [(d["node"], reason) for d, _rec, _entry, reason in resumes] == ([("n1", OURS)] if where == "resume" else [])
     assert decisions[0]["healthy"] is False   # a warning is not healthy, and no other case is in service
 
