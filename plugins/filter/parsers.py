@@ -42,7 +42,7 @@ def parse_perftest(value):
 def parse_nvidia_smi_q(value, host="node"):
     expect("parse_nvidia_smi_q", host, TEXT, "the host name to name in findings")
     result = nvidia_smi_q.parse_nvidia_smi_q(tool_text("parse_nvidia_smi_q", value))
-    result["memory"] = health.gpu_memory_health_text(result)
+    result["memory"] = nvidia_smi_q.gpu_memory_health_text(result)
     result["findings"] = health.gpu_memory_findings(host, result["memory"])
     return result
 

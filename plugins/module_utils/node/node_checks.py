@@ -19,7 +19,7 @@ import time
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, health, link_health, nvlink_links, rates
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nic_firmware as firmware_wanted
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, nic_firmware, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ethtool, gpu, mlxlink, nvlink
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ethtool, gpu, kernel_log as kernel_log_text, mlxlink, nccl_conf, nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding
 
 # The options and their checks are pure (health.py), so the monitor's configuration check on the
@@ -70,7 +70,7 @@ def _gpus(smi, runner):
         return None, [], [], ("failed", result.describe())
     try:
         root = gpu.nvidia_smi_root(result.stdout)  # parsed once, read three times
-        return (gpu.attached_gpu_count(root), health.parse_gpu_memory_health(root), gpu.parse_clock_events(root),
+        return (gpu.attached_gpu_count(root), gpu.parse_gpu_memory_health(root), gpu.parse_clock_events(root),
                 None)
     except ValueError as exc:
         return None, [], [], ("failed", "nvidia-smi -q -x printed no usable XML: %s" % exc)
@@ -223,10 +223,10 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     found += _nvlink_findings(host, smi, runner, gpu_count, unreadable)
 
     log_text, log_source = _kernel_log(opts, runner)
-    events = health.parse_xid_events(log_text) if log_text else []
+    events = kernel_log_text.parse_xid_events(log_text) if log_text else []
     found += health.xid_findings(host, events, set(opts["xid_ignore"]))
     # NVSwitch SXids, NVLinks that did not come up and NICs on a slow PCIe link: the same log, no Xid.
-    fabric = health.parse_fabric_events(log_text) if log_text else {"sxid": [], "nvlink_training": [], "nic_pcie": []}
+    fabric = kernel_log_text.parse_fabric_events(log_text) if log_text else {"sxid": [], "nvlink_training": [], "nic_pcie": []}
     found += health.fabric_findings(host, fabric)
     if log_text is None:
         found.append(finding("kernel_log", "warning", host, "the kernel log could not be read: %s" % log_source,
@@ -273,7 +273,7 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
             found.append(finding("nccl_env_drift", "warning", "%s:%s" % (host, opts["nccl_conf"]), "the file is missing",
                                  "re-run the nccl_env role"))
         else:
-            found += health.nccl_drift_findings(host, health.parse_nccl_conf(deployed), opts["expected_nccl_env"],
+            found += health.nccl_drift_findings(host, nccl_conf.parse_nccl_conf(deployed), opts["expected_nccl_env"],
                                                 opts["nccl_conf"])
 
     if dcgm_level is not None and dcgm_level not in (1, 2):

@@ -4,7 +4,7 @@
 """NVIDIA GPU discovery: `nvidia-smi -q -x`, `nvidia-smi topo -m` and /proc/modules to dicts.
 
 `nvidia-smi -q -x` is parsed here only (``nvidia_smi_root``, once per reading): its facts, PCIe links and clock event
-reasons. Standard library only (xml.etree); shared by the gpu_facts module, the node's health check and the
+reasons, each GPU's memory health. Standard library only (xml.etree); shared by the gpu_facts module, the node's health check and the
 parse_nvidia_topo filter.
 """
 
@@ -178,6 +178,39 @@ def parse_clock_events(xml_text):
             if node is not None and (node.text or "").strip().lower() == "active":
                 active.append(reason)
         gpus.append({"index": index, "bus_id": gpu.get("id"), "active": active})
+    return gpus
+
+
+def short_pci(address):
+    """'0000:3B:00.0' or '0000:3b:00' -> '0000:3b:00' (nvidia-smi and the kernel log disagree)."""
+    parts = (address or "").lower().split(".")[0].split(":")
+    if len(parts) == 3 and len(parts[0]) == 8:  # nvidia-smi's 00000000:3B:00.0
+        parts[0] = parts[0][4:]
+    return ":".join(parts)
+
+
+def _count(text):
+    return int(text) if text and text.isdigit() else None
+
+
+def parse_gpu_memory_health(document):
+    """`nvidia-smi -q -x` (text, or its root from nvidia_smi_root) -> per GPU: pci,
+    ecc_uncorrectable (volatile), remap pending/failure, uncorrectable remapped rows, retired
+    pages (single, double) and retirement pending."""
+    root = document if hasattr(document, "findall") else nvidia_smi_root(document)
+    gpus = []
+    for gpu in root.findall("gpu"):
+        gpus.append({
+            "pci": short_pci(xml_text(gpu, "pci/pci_bus_id") or gpu.get("id")),
+            "ecc_uncorrectable": ecc_uncorrected_volatile(gpu),
+            "remap_pending": xml_text(gpu, "remapped_rows/remapped_row_pending") == "Yes",
+            "remap_failure": xml_text(gpu, "remapped_rows/remapped_row_failure") == "Yes",
+            "remapped_uncorrectable": _count(xml_text(gpu, "remapped_rows/remapped_row_unc")),
+            "retired_single": _count(xml_text(gpu, "retired_pages/multiple_single_bit_retirement/retired_count")),
+            "retired_double": _count(xml_text(gpu, "retired_pages/double_bit_retirement/retired_count")),
+            "retirement_pending": xml_text(gpu, "retired_pages/pending_retirement") == "Yes"
+            or xml_text(gpu, "retired_pages/pending_blacklist") == "Yes",
+        })
     return gpus
 
 

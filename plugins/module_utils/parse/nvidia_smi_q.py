@@ -11,7 +11,7 @@ The text is a tree by indentation: ``Key : Value`` lines, and section lines with
 An excerpt of one GPU's record without its ``GPU <bus id>`` line (an indented section first) is that GPU, bus id None.
 
 ``memory_health`` reads each GPU's ECC errors, remapped rows and retired pages in the shape of the XML reader
-(``judge.health.parse_gpu_memory_health``), so ``gpu_memory_findings`` judges both the same way; it adds the
+(``gpu.parse_gpu_memory_health``), so ``gpu_memory_findings`` judges both the same way; it adds the
 aggregate (lifetime) uncorrectable count, which the text shows beside the volatile one.
 """
 
@@ -22,6 +22,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.gpu import short_pci
 
 _GPU_RE = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _PAIR_RE = re.compile(r"^(\S(?:.*?\S)?)\s+:\s?(.*?)\s*$")
@@ -124,3 +125,12 @@ def memory_health(result):
             "retirement_pending": pending == "Yes",
         })
     return out
+
+
+def gpu_memory_health_text(result):
+    """parse_nvidia_smi_q's result (the -q text) -> the entries gpu.parse_gpu_memory_health gives for the XML, plus
+    ecc_uncorrectable_aggregate; an excerpt without its GPU line is GPU '?'."""
+    entries = memory_health(result)
+    for entry in entries:
+        entry["pci"] = short_pci(entry["pci"]) if entry["pci"] else "?"
+    return entries

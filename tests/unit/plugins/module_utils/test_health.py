@@ -2,11 +2,11 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, rdma
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, kernel_log, nccl_conf, rdma
 
 
 def test_xids_from_a_production_node(read_fixture):
-    events = health.parse_xid_events(read_fixture("kernel_log", "dmesg_T_xid_43_31_94_akash244.txt"))
+    events = kernel_log.parse_xid_events(read_fixture("kernel_log", "dmesg_T_xid_43_31_94_akash244.txt"))
     assert [(e["pci"], e["xid"], e["count"]) for e in events] == [
         ("0000:00:05", 43, 2), ("0000:00:07", 31, 1), ("0000:00:08", 94, 1)]
     assert events[0]["processes"] == ["pt_main_thread (1045242)", "pt_main_thread (1084984)"]
@@ -19,7 +19,7 @@ def test_xids_from_a_production_node(read_fixture):
 
 
 def test_gpu_fallen_off_the_bus_without_an_xid_line(read_fixture):
-    (event,) = health.parse_xid_events(read_fixture("kernel_log", "dmesg_fallen_off_bus_no_xid_nvsentinel155.txt"))
+    (event,) = kernel_log.parse_xid_events(read_fixture("kernel_log", "dmesg_fallen_off_bus_no_xid_nvsentinel155.txt"))
     assert (event["pci"], event["xid"]) == ("0000:b3:00", 79)
     (found,) = health.xid_findings("gpu-7", [event])
     assert (found["check"], found["severity"]) == ("gpu_xid", "critical")
@@ -27,14 +27,14 @@ def test_gpu_fallen_off_the_bus_without_an_xid_line(read_fixture):
 
 
 def test_xid_45_names_its_nvlink_cause(read_fixture):
-    events = health.parse_xid_events(read_fixture("kernel_log", "journal_xid_45_after_149_ogkm1150.txt"))
+    events = kernel_log.parse_xid_events(read_fixture("kernel_log", "journal_xid_45_after_149_ogkm1150.txt"))
     assert [(e["pci"], e["count"], e["caused_by"]) for e in events] == [
         ("0000:dc:00", 2, [149]), ("0000:ed:00", 2, [145]), ("0000:ba:00", 2, [145]), ("0000:97:00", 1, [145])]
     assert "[caused by Xid 149]" in health.xid_findings("n", events)[0]["detail"]
 
 
 def test_application_xids_and_ignore_list(read_fixture):
-    events = health.parse_xid_events(read_fixture("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"))
+    events = kernel_log.parse_xid_events(read_fixture("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"))
     assert [(e["xid"], e["count"]) for e in events] == [(13, 3), (109, 1)]
     assert [f["severity"] for f in health.xid_findings("n", events)] == ["info", "warning"]
     assert health.xid_findings("n", events, ignore=(13, 109)) == []
@@ -42,7 +42,7 @@ def test_application_xids_and_ignore_list(read_fixture):
 
 def test_xid_lines_of_old_drivers_without_pci_prefix(read_fixture):
     # "NVRM: Xid (0000:01:00): 16, ..." - driver 304.64, before the "PCI:" prefix
-    events = health.parse_xid_events(read_fixture("kernel_log", "kern_log_xid_16_8_old_format_bumblebee329.txt"))
+    events = kernel_log.parse_xid_events(read_fixture("kernel_log", "kern_log_xid_16_8_old_format_bumblebee329.txt"))
     assert [(e["pci"], e["xid"], e["count"]) for e in events] == [("0000:01:00", 16, 8), ("0000:01:00", 8, 1)]
     assert events[0]["detail"] == "Head 00000000 Count 00000000"
     assert [(f["severity"], f["target"]) for f in health.xid_findings("laptop", events)] == [
@@ -51,7 +51,7 @@ def test_xid_lines_of_old_drivers_without_pci_prefix(read_fixture):
 
 def test_xid_154_names_what_the_gpu_needs_now(read_fixture):
     # GB200 node: NVLink Xid 149, then the driver's recovery action per GPU (Xid 154)
-    events = health.parse_xid_events(read_fixture("kernel_log", "dmesg_xid_149_154_gb200_gpud1061.txt"))
+    events = kernel_log.parse_xid_events(read_fixture("kernel_log", "dmesg_xid_149_154_gb200_gpud1061.txt"))
     assert [(e["pci"], e["xid"], e["count"]) for e in events] == [
         ("0009:01:00", 149, 3), ("0009:01:00", 154, 1), ("0008:01:00", 149, 2), ("0019:01:00", 154, 1),
         ("0018:01:00", 154, 1), ("0008:01:00", 154, 1)]
@@ -80,14 +80,14 @@ def test_xid_154_names_what_the_gpu_needs_now(read_fixture):
     ("NVRM: Xid (PCI:0000:0d:00): 154, GPU recovery action changed", "critical", "reset the GPU"),
 ])
 def test_xid_154_is_rated_by_its_action(line, severity, fix):
-    (found,) = health.xid_findings("n", health.parse_xid_events(line))
+    (found,) = health.xid_findings("n", kernel_log.parse_xid_events(line))
     assert found["severity"] == severity and fix in found["fix_hint"]
 
 
 def test_fatal_sxids_next_to_a_gpu_off_the_bus(read_fixture):
     text = read_fixture("kernel_log", "dmesg_xid_79_sxid_20034_gpud.txt")
-    assert [(e["pci"], e["xid"]) for e in health.parse_xid_events(text)] == [("0000:91:00", 79)]
-    events = health.parse_fabric_events(text)
+    assert [(e["pci"], e["xid"]) for e in kernel_log.parse_xid_events(text)] == [("0000:91:00", 79)]
+    events = kernel_log.parse_fabric_events(text)
     assert [(e["switch"], e["pci"], e["sxid"], e["fatal"], e["count"], e["links"]) for e in events["sxid"]] == [
         ("nvidia-nvswitch1", "0000:06:00.0", 20034, True, 1, [48]),
         ("nvidia-nvswitch0", "0000:05:00.0", 20034, True, 2, [63, 62]),
@@ -105,14 +105,14 @@ def test_fatal_sxids_next_to_a_gpu_off_the_bus(read_fixture):
 
 def test_non_fatal_sxid_is_a_warning():
     line = "[111.111] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)"
-    (found,) = health.fabric_findings("n", health.parse_fabric_events(line))
+    (found,) = health.fabric_findings("n", kernel_log.parse_fabric_events(line))
     assert (found["severity"], found["detail"]) == (
         "warning", "SXid 12028 (non-fatal) x1 on nvidia-nvswitch3, link 32: Non-fatal, Link 32 egress non-posted PRIV "
                    "error (First)")
 
 
 def test_nvlink_links_that_did_not_come_up(read_fixture):
-    events = health.parse_fabric_events(read_fixture("kernel_log", "dmesg_nvlink_post_rx_detect_gh100_gpud1272.txt"))
+    events = kernel_log.parse_fabric_events(read_fixture("kernel_log", "dmesg_nvlink_post_rx_detect_gh100_gpud1272.txt"))
     (training,) = events["nvlink_training"]
     assert (training["count"], training["peers"]) == (6, [0])
     (found,) = health.fabric_findings("h100", events)
@@ -122,7 +122,7 @@ def test_nvlink_links_that_did_not_come_up(read_fixture):
 
 
 def test_nic_on_a_limited_pcie_link(read_fixture):
-    events = health.parse_fabric_events(read_fixture("kernel_log", "dmesg_mlx5_pcie_limited_l2fwdnv6.txt"))
+    events = kernel_log.parse_fabric_events(read_fixture("kernel_log", "dmesg_mlx5_pcie_limited_l2fwdnv6.txt"))
     (nic,) = events["nic_pcie"]
     assert (nic["pci"], nic["available_gbps"], nic["capable_gbps"], nic["limiting_device"]) == (
         "0000:b3:00.1", 63.008, 252.048, "0000:b2:00.0")
@@ -135,19 +135,19 @@ def test_nic_on_a_limited_pcie_link(read_fixture):
 
 def test_nic_at_full_pcie_bandwidth_is_no_finding(read_fixture):
     # "63.008 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x8 link)": the card's own maximum, nothing limits it
-    events = health.parse_fabric_events(read_fixture("kernel_log", "pstore_dmesg_mlx5_pcie_full_gpud.txt"))
+    events = kernel_log.parse_fabric_events(read_fixture("kernel_log", "pstore_dmesg_mlx5_pcie_full_gpud.txt"))
     assert events == {"sxid": [], "nvlink_training": [], "nic_pcie": []}
 
 
 def test_newer_kernel_wording_of_a_limited_link():
     line = ("mlx5_core 0000:3b:00.0: 126.024 Gb/s available PCIe bandwidth, limited by 16.0 GT/s PCIe x8 link at "
             "0000:3a:00.0 (capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)")
-    (nic,) = health.parse_fabric_events(line)["nic_pcie"]
+    (nic,) = kernel_log.parse_fabric_events(line)["nic_pcie"]
     assert (nic["limited_by"], nic["capable"]) == ({"speed": "16.0 GT/s", "width": 8}, {"speed": "16.0 GT/s", "width": 16})
 
 
 def test_healthy_h200_memory(read_fixture):
-    gpus = health.parse_gpu_memory_health(read_fixture("nvidia_smi", "q_h200x8.xml"))
+    gpus = gpu.parse_gpu_memory_health(read_fixture("nvidia_smi", "q_h200x8.xml"))
     assert len(gpus) == 8 and gpus[0]["remap_pending"] is False and gpus[0]["remapped_uncorrectable"] == 0
     assert health.gpu_memory_findings("h200", gpus) == []
 
@@ -158,7 +158,7 @@ def test_remap_failure_and_pending(read_fixture):
     text = text.replace("<remapped_row_failure>No</remapped_row_failure>", "<remapped_row_failure>Yes</remapped_row_failure>", 1)
     second = text.index("<remapped_row_pending>No</remapped_row_pending>", text.index("<remapped_row_failure>Yes"))
     text = text[:second] + "<remapped_row_pending>Yes</remapped_row_pending>" + text[second + len("<remapped_row_pending>No</remapped_row_pending>"):]
-    gpus = health.parse_gpu_memory_health(text)
+    gpus = gpu.parse_gpu_memory_health(text)
     found = health.gpu_memory_findings("h200", gpus)
     assert [(f["check"], f["severity"], f["target"]) for f in found] == [
         ("gpu_row_remap", "critical", "h200/GPU %s" % gpus[0]["pci"]),
@@ -201,7 +201,7 @@ def test_inventory_against_expectations(read_fixture):
 
 
 def test_nccl_conf_drift():
-    deployed = health.parse_nccl_conf("# written by gpufabric.rdma\nNCCL_SOCKET_IFNAME=eth0\nNCCL_IB_HCA=mlx5_1\nNCCL_DEBUG=INFO\n")
+    deployed = nccl_conf.parse_nccl_conf("# written by gpufabric.rdma\nNCCL_SOCKET_IFNAME=eth0\nNCCL_IB_HCA=mlx5_1\nNCCL_DEBUG=INFO\n")
     found = health.nccl_drift_findings("n", deployed, {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "mlx5",
                                                        "NCCL_IB_GID_INDEX": "3"})
     assert [(f["severity"], f["detail"]) for f in found] == [
@@ -213,13 +213,13 @@ def test_nccl_conf_drift():
 @pytest.mark.parametrize("address, short", [("00000000:3B:00.0", "0000:3b:00"), ("0000:3b:00", "0000:3b:00"),
                                             ("0000:b3:00.0", "0000:b3:00")])
 def test_short_pci(address, short):
-    assert health.short_pci(address) == short
+    assert gpu.short_pci(address) == short
 
 
 def test_one_parse_of_the_nvidia_smi_xml_serves_both_readers(read_fixture):
     text = read_fixture("nvidia_smi", "q_h200x8.xml")
     root = gpu.nvidia_smi_root(text)
-    assert health.parse_gpu_memory_health(root) == health.parse_gpu_memory_health(text)
+    assert gpu.parse_gpu_memory_health(root) == gpu.parse_gpu_memory_health(text)
     assert gpu.parse_nvidia_smi_xml(root) == gpu.parse_nvidia_smi_xml(text)
     assert gpu.attached_gpu_count(root) == 8
     with pytest.raises(gpu.GpuParseError):

@@ -29,13 +29,13 @@ PARSERS = {
     "gpu.nvidia_smi_root": ("gpu.nvidia_smi_root('<nvidia_smi_log><x>' + t.replace('<', ' ') + '</x></nvidia_smi_log>')", ""),
     "gpu.nvcc_gencode": ("gpu.nvcc_gencode(t)", "9.0\n"),
     "gpu.parse_peermem": ("gpu.parse_peermem(t)", "nvidia_peermem 16384 0 - Live 0x0\n"),
-    "health.parse_xid_events": ("health.parse_xid_events(t)", "NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"),
-    "health.parse_fabric_events": ("health.parse_fabric_events(t)",
-                                   "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 63 LTSSM Fault Up\n"
-                                   "NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!\n"
-                                   "mlx5_core 0000:b3:00.1: 63.008 Gb/s available PCIe bandwidth, limited by 8 GT/s x8 "
-                                   "link at 0000:b2:00.0 (capable of 252.048 Gb/s with 16 GT/s x16 link)\n"),
-    "health.parse_nccl_conf": ("health.parse_nccl_conf(t)", "NCCL_DEBUG=WARN\n"),
+    "kernel_log.parse_xid_events": ("kernel_log.parse_xid_events(t)", "NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"),
+    "kernel_log.parse_fabric_events": ("kernel_log.parse_fabric_events(t)",
+                                       "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 63 LTSSM Fault Up\n"
+                                       "NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!\n"
+                                       "mlx5_core 0000:b3:00.1: 63.008 Gb/s available PCIe bandwidth, limited by 8 GT/s x8 "
+                                       "link at 0000:b2:00.0 (capable of 252.048 Gb/s with 16 GT/s x16 link)\n"),
+    "nccl_conf.parse_nccl_conf": ("nccl_conf.parse_nccl_conf(t)", "NCCL_DEBUG=WARN\n"),
     "nccl_tests.parse": ("nccl_tests.parse(t)", "# nThread 1 nGpus 1\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x1] GPU\n"
                          "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
                          "         1024           256     float     sum      -1     8.52    0.12    0.00       0     0.58    1.76    0.00       0\n"),
@@ -98,8 +98,7 @@ RUNNER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import numbers, text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm, gpu, nccl_tests, perftest, rdma, slurm_conf, slurm_jobs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm, gpu, kernel_log, nccl_conf, nccl_tests, perftest, rdma, slurm_conf, slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s, nccl, netconf
 call, context, shapes = json.loads(sys.stdin.read())
 N = 100000

@@ -6,7 +6,7 @@ a row remap pending, an excerpt with volatile and aggregate uncorrectable SRAM e
 import os
 
 from ansible_collections.gpufabric.rdma.plugins.filter.parsers import parse_nvidia_smi_q
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.gpu import parse_gpu_memory_health
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nvidia_smi"))
 
@@ -46,6 +46,6 @@ def test_counters_that_read_n_a_are_unknown_not_zero():
 
 def test_the_text_and_xml_readers_give_the_same_shape():
     with open(os.path.join(FIXTURES, "q_h200x2.xml")) as handle:
-        xml = health.parse_gpu_memory_health(handle.read())
+        xml = parse_gpu_memory_health(handle.read())
     text = parse_nvidia_smi_q(_read("nvidia_smi_q_a100_remap_pending_ml_engineering.txt"))["memory"]
     assert set(text[0]) - {"ecc_uncorrectable_aggregate"} == set(xml[0])

@@ -8,8 +8,7 @@ import os
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nccl_tests, perftest, rdma, slurm_jobs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, kernel_log, nccl_tests, perftest, rdma, slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import netconf
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
@@ -57,10 +56,10 @@ for path in _fixtures("nvidia_smi/topo_*.txt"):
     CASES.append((gpu.parse_nvidia_topo, path, TEXT_VARIANTS))
 for path in _fixtures("nvidia_smi/q_*.xml"):
     CASES.append((gpu.parse_nvidia_smi_xml, path, [crlf, bom, ansi, stray_bytes_xml]))
-    CASES.append((lambda t: health.parse_gpu_memory_health(gpu.nvidia_smi_root(t)), path, [crlf, bom, stray_bytes_xml]))
+    CASES.append((lambda t: gpu.parse_gpu_memory_health(gpu.nvidia_smi_root(t)), path, [crlf, bom, stray_bytes_xml]))
 for path in _fixtures("kernel_log/*.txt"):
-    CASES.append((health.parse_xid_events, path, TEXT_VARIANTS))
-    CASES.append((health.parse_fabric_events, path, TEXT_VARIANTS))
+    CASES.append((kernel_log.parse_xid_events, path, TEXT_VARIANTS))
+    CASES.append((kernel_log.parse_fabric_events, path, TEXT_VARIANTS))
 for path in _fixtures("nccl_tests/*.txt"):
     CASES.append((nccl_tests.parse, path, TEXT_VARIANTS + [srun_label, tag_output]))
 for path in _fixtures("perftest/*.txt"):
