@@ -206,6 +206,16 @@ unreadable:
   type: list
   elements: str
   sample: ["kernel log: journalctl -k -b did not answer within 30 s; dmesg -T exited 1: dmesg: read kernel buffer failed: Operation not permitted"]
+not_run:
+  description:
+    - The checks asked for that could not run at all, each with why - its tool is not installed, or there is nothing
+      for it to read (no NVIDIA HCA for O(link_health), no card for O(nic_firmware), no C(nvidia-smi) where GPUs are
+      expected, no kernel log reader). Each is also in RV(unreadable), so the report is incomplete. The checks and
+      their names are listed on the troubleshooting page (Node health checks).
+  returned: always
+  type: dict
+  sample: {link_health: "no NVIDIA HCA (an mlx4_ or mlx5_ RDMA device) on this node: no link was read"}
+  version_added: 0.9.0
 observed:
   description:
     - What was read - gpu_count, rdma_devices, xid_events, port counters, kernel_log_source, and dcgm (status, level,
@@ -215,37 +225,14 @@ observed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as registry
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            expected_gpu_count=dict(type="int"),
-            expected_rdma_devices=dict(type="int"),
-            min_port_rate_gbps=dict(type="float"),
-            expected_mtu=dict(type="int"),
-            require_peermem=dict(type="bool", default=False),
-            expected_nccl_env=dict(type="dict"),
-            nccl_conf=dict(type="path", default="/etc/nccl.conf"),
-            counter_interval=dict(type="int", default=0),
-            xid_ignore=dict(type="list", elements="int", default=[]),
-            max_retired_pages=dict(type="int", default=60),
-            kernel_log=dict(type="path"),
-            nvidia_smi_path=dict(type="path"),
-            sysfs_root=dict(type="path", default="/sys"),
-            procfs_root=dict(type="path", default="/proc"),
-            rate_window=dict(type="int", default=3600),
-            rate_min_span=dict(type="int", default=300),
-            rate_thresholds=dict(type="dict", default={}),
-            ethtool=dict(type="bool", default=True),
-            dcgm_level=dict(type="int"),
-            dcgmi_path=dict(type="path"),
-            nic_firmware=dict(type="dict"),
-            link_health=dict(type="raw"),
-            node_name=dict(type="str"),
-            **commands.ARGUMENT_SPEC
-        ),
+        # Every check's options, from the registry (module_utils/node/checks/all.py), and the node's name.
+        argument_spec=dict(registry.argument_spec(), node_name=dict(type="str")),
         supports_check_mode=True,
     )
     try:

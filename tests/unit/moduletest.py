@@ -85,3 +85,19 @@ def every_task(tasks):
             yield task
             for key in ("block", "rescue", "always"):
                 yield from every_task(task.get(key))
+
+
+class _Captured(BaseException):
+    pass
+
+
+def argument_spec(module):
+    """The argument_spec a module's main() gives AnsibleModule, taken before anything runs."""
+    def capture(*args, **kwargs):
+        raise _Captured(kwargs["argument_spec"])
+    with mock.patch.object(module, "AnsibleModule", side_effect=capture):
+        try:
+            module.main()
+        except _Captured as caught:
+            return caught.args[0]
+    raise AssertionError("%s's main() did not make an AnsibleModule" % module.__name__)

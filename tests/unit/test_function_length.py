@@ -14,9 +14,6 @@ LIMIT = 80
 # Functions still being split elsewhere, each with its issue; an entry whose function got shorter (or went) fails
 # the test, so the list only shrinks. {path: {function name: why it is still here}}
 ALLOWED = {
-    "plugins/module_utils/node/node_checks.py": {
-        "check_node": "issue 54 item 4: a node's checks, split with the node-check registry (the registry's branch)",
-    },
 }
 
 

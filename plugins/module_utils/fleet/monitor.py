@@ -27,7 +27,7 @@ import copy
 import hashlib
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as node_checks_registry
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, outbox, protocol, settings
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITY_RANK, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.messages import payload
@@ -187,7 +187,7 @@ def check_config(config):
         settings.seconds(decider, ("timeout",), 300)
         merged["decider"] = decider
     try:
-        merged["checks"] = health.check_options(merged["checks"])
-    except health.CheckOptionError as exc:
+        merged["checks"] = node_checks_registry.check_options(merged["checks"])
+    except node_checks_registry.CheckOptionError as exc:
         raise ConfigError("checks: %s" % exc)
     return merged

@@ -10,9 +10,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import DEFAULT_COMMAND_TIMEOUT, check_seconds
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.rates import RATE_RULES
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import link_health, nic_firmware
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import finding, ordered
 
 # NVIDIA's Xid catalog, reduced to what an operator does next. Application-caused Xids are
@@ -219,6 +216,9 @@ def counter_findings(host, rising, interval):
 
 
 def nccl_drift_findings(host, deployed, expected, path="/etc/nccl.conf"):
+    """The deployed NCCL variables ({NAME: value}, None when the file is missing) against the profile's."""
+    if deployed is None:
+        return [finding("nccl_env_drift", "warning", "%s:%s" % (host, path), "the file is missing", "re-run the nccl_env role")]
     found = []
     for name in sorted(expected):
         want = "" if expected[name] is None else str(expected[name])
@@ -242,25 +242,23 @@ def sort_findings(found):
     return ordered(found)
 
 
-def inventory_findings(host, gpu_count, devices, peermem_loaded, netdev_mtus, expected):
-    """What a node should have against what it has.
+def gpu_count_findings(host, gpu_count, expected):
+    """Fewer GPUs than ``expected`` (None: not checked) is critical: one was lost or fell off the bus."""
+    if expected is None or (gpu_count or 0) >= expected:
+        return []
+    return [finding("gpu_count", "critical", host, "%d of %d expected GPUs found" % (gpu_count or 0, expected),
+                    "a GPU fell off the bus or was lost: check `nvidia-smi -L` and the kernel log for Xid 79; "
+                    "drain the node and reboot, reseat or replace the GPU")]
 
-    ``expected``: gpu_count, rdma_devices (count), port_rate_gbps (minimum), mtu (of the RDMA
-    netdevs), peermem (bool); a None or missing key is not checked. ``netdev_mtus``: {netdev: mtu}.
-    """
+
+def rdma_port_findings(host, devices, expected_devices=None, min_rate_gbps=None):
+    """Fewer RDMA devices than expected, ports not ACTIVE, ACTIVE ports below ``min_rate_gbps``."""
     found = []
-    want_gpus = expected.get("gpu_count")
-    if want_gpus is not None and (gpu_count or 0) < want_gpus:
-        found.append(finding("gpu_count", "critical", host, "%d of %d expected GPUs found" % (gpu_count or 0, want_gpus),
-                             "a GPU fell off the bus or was lost: check `nvidia-smi -L` and the kernel log for Xid 79; "
-                             "drain the node and reboot, reseat or replace the GPU"))
-    want_devices = expected.get("rdma_devices")
-    if want_devices is not None and len(devices) < want_devices:
+    if expected_devices is not None and len(devices) < expected_devices:
         found.append(finding("rdma_device_count", "critical", host,
                              "%d of %d expected RDMA devices found (%s)" % (
-                                 len(devices), want_devices, ", ".join(d.get("name") or "?" for d in devices) or "none"),
+                                 len(devices), expected_devices, ", ".join(d.get("name") or "?" for d in devices) or "none"),
                              "check the NIC and its driver (lspci, dmesg, `eadm ver` for eRDMA); reload the driver or reboot"))
-    minimum = expected.get("port_rate_gbps")
     for device in devices:
         for port in device.get("ports") or []:
             target = "%s/%s/%s" % (host, device.get("name"), port.get("port"))
@@ -268,122 +266,44 @@ def inventory_findings(host, gpu_count, devices, peermem_loaded, netdev_mtus, ex
                 found.append(finding("rdma_port_state", "critical", target,
                                      "port is %s (physical state %s)" % (port.get("state"), port.get("phys_state")),
                                      "check the cable and switch port (`ibstat`, `ibv_devinfo`, `eadm stat` for eRDMA)"))
-            elif minimum is not None and port.get("rate_gbps") is not None and port["rate_gbps"] < minimum:
+            elif min_rate_gbps is not None and port.get("rate_gbps") is not None and port["rate_gbps"] < min_rate_gbps:
                 found.append(finding("rdma_port_rate", "warning", target,
-                                     "port runs at %s Gb/s, expected at least %s" % (port["rate_gbps"], minimum),
+                                     "port runs at %s Gb/s, expected at least %s" % (port["rate_gbps"], min_rate_gbps),
                                      "a degraded link (fewer lanes or a lower speed): reseat or replace the cable"))
-    want_mtu = expected.get("mtu")
-    for netdev in sorted(netdev_mtus):
-        if want_mtu is not None and netdev_mtus[netdev] != want_mtu:
-            found.append(finding("mtu", "warning", "%s:%s" % (host, netdev),
-                                 "MTU %s, expected %s" % (netdev_mtus[netdev], want_mtu),
-                                 "re-run the rdma_network role (a reboot or a NIC reset may have lost it)"))
-    if expected.get("peermem") and (gpu_count or 0) > 0 and not peermem_loaded:
-        found.append(finding("peermem", "warning", host, "nvidia_peermem is not loaded: GPUDirect RDMA is off",
-                             "modprobe nvidia_peermem (the peermem role persists it)"))
     return found
 
 
-RATE_COUNTERS = sorted(RATE_RULES)
-
-# Every option of a check with its default (node_health's argument_spec says the same).
-CHECK_DEFAULTS = {
-    "expected_gpu_count": None,
-    "expected_rdma_devices": None,
-    "min_port_rate_gbps": None,
-    "expected_mtu": None,
-    "require_peermem": False,
-    "expected_nccl_env": None,
-    "nccl_conf": "/etc/nccl.conf",
-    "counter_interval": 0,
-    "xid_ignore": [],
-    "max_retired_pages": 60,
-    "kernel_log": None,
-    "nvidia_smi_path": None,
-    "sysfs_root": "/sys",
-    "procfs_root": "/proc",
-    "command_timeout": DEFAULT_COMMAND_TIMEOUT,
-    "rate_window": 3600,
-    "rate_min_span": 300,
-    "rate_thresholds": {},
-    "ethtool": True,
-    # DCGM's level-1 diagnostic (seconds: deployment checks) on every check; None: not run. Levels 2 and up stress the
-    # GPUs for minutes and belong to a drained node (the dcgm_diag role), never to a periodic check.
-    "dcgm_level": None,
-    "dcgmi_path": None,
-    # NIC firmware settings against profiles (plan/nic_firmware.check_options): mlxconfig q per card, a warning per card
-    # that differs; None: not checked.
-    "nic_firmware": None,
-    # The physical layer of each HCA port (judge/link_health.py): mlxlink -d <dev> -p <port> -c per device; true or a
-    # mapping (tool, devices, port, max_effective_ber, max_raw_ber); None: not read.
-    "link_health": None,
-}
-_NON_NEGATIVE = ("expected_gpu_count", "expected_rdma_devices", "expected_mtu", "counter_interval", "max_retired_pages",
-                 "command_timeout", "rate_window", "rate_min_span")
-_INTEGERS = _NON_NEGATIVE
-_MAX_COUNTER_INTERVAL = 600
+def mtu_findings(host, netdev_mtus, expected_mtu):
+    """RDMA netdevs ({netdev: mtu}) whose MTU is not ``expected_mtu`` (None: not checked)."""
+    return [finding("mtu", "warning", "%s:%s" % (host, netdev), "MTU %s, expected %s" % (netdev_mtus[netdev], expected_mtu),
+                    "re-run the rdma_network role (a reboot or a NIC reset may have lost it)")
+            for netdev in sorted(netdev_mtus) if expected_mtu is not None and netdev_mtus[netdev] != expected_mtu]
 
 
-class CheckOptionError(ValueError):
-    """An option that cannot be checked with; the message names it and its value."""
+def peermem_findings(host, gpu_count, loaded, required):
+    """A GPU node without nvidia_peermem where it is ``required``: GPUDirect RDMA is off."""
+    if not required or (gpu_count or 0) <= 0 or loaded:
+        return []
+    return [finding("peermem", "warning", host, "nvidia_peermem is not loaded: GPUDirect RDMA is off",
+                    "modprobe nvidia_peermem (the peermem role persists it)")]
 
 
-def check_options(given):
-    """The given options over CHECK_DEFAULTS; unknown names and bad values raise CheckOptionError.
+def inventory_findings(host, gpu_count, devices, peermem_loaded, netdev_mtus, expected):
+    """What a node should have against what it has.
 
-    The result adds ``rate_rules`` (rate_thresholds as rules); checking a result again is allowed.
+    ``expected``: gpu_count, rdma_devices (count), port_rate_gbps (minimum), mtu (of the RDMA
+    netdevs), peermem (bool); a None or missing key is not checked. ``netdev_mtus``: {netdev: mtu}.
     """
-    given = dict((k, v) for k, v in (given or {}).items() if k != "rate_rules")
-    unknown = sorted(set(given or {}) - set(CHECK_DEFAULTS))
-    if unknown:
-        raise CheckOptionError("unknown check option(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(CHECK_DEFAULTS))))
-    merged = dict(CHECK_DEFAULTS)
-    merged.update(dict((k, v) for k, v in (given or {}).items() if v is not None))
-    for name in _INTEGERS:
-        value = merged[name]
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise CheckOptionError("%s must be a whole number, got %r" % (name, value))
-        if value < 0:
-            raise CheckOptionError("%s must not be negative, got %d" % (name, value))
-    try:
-        check_seconds(merged["command_timeout"], "command_timeout")
-    except ValueError as exc:
-        raise CheckOptionError(str(exc))
-    if merged["counter_interval"] > _MAX_COUNTER_INTERVAL:
-        raise CheckOptionError("counter_interval is at most %d seconds, got %d"
-                               % (_MAX_COUNTER_INTERVAL, merged["counter_interval"]))
-    if merged["min_port_rate_gbps"] is not None and not isinstance(merged["min_port_rate_gbps"], (int, float)):
-        raise CheckOptionError("min_port_rate_gbps must be a number, got %r" % (merged["min_port_rate_gbps"],))
-    if not isinstance(merged["xid_ignore"], list) or not all(isinstance(x, int) for x in merged["xid_ignore"]):
-        raise CheckOptionError("xid_ignore must be a list of Xid numbers, got %r" % (merged["xid_ignore"],))
-    if merged["rate_window"] < 1:
-        raise CheckOptionError("rate_window must be at least 1 second, got %d" % merged["rate_window"])
-    thresholds = merged["rate_thresholds"]
-    if not isinstance(thresholds, dict) or not all(
-            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
-            for k, v in thresholds.items()):
-        raise CheckOptionError("rate_thresholds must map counter names to non-negative numbers, got %r" % (thresholds,))
-    unknown = sorted(k for k in thresholds if k not in RATE_COUNTERS)
-    if unknown:
-        raise CheckOptionError("rate_thresholds: unknown counter(s) %s (known: %s)" % (", ".join(unknown), ", ".join(RATE_COUNTERS)))
-    merged["rate_rules"] = dict((name, RATE_RULES[name][:3] + (value,)) for name, value in thresholds.items())
-    if not isinstance(merged["ethtool"], bool):
-        raise CheckOptionError("ethtool must be true or false, got %r" % (merged["ethtool"],))
-    if merged["dcgm_level"] is not None and (isinstance(merged["dcgm_level"], bool) or merged["dcgm_level"] != 1):
-        raise CheckOptionError("dcgm_level must be 1 or unset (levels 2 and up stress the GPUs for minutes: run them with "
-                               "the dcgm_diag role on a drained node), got %r" % (merged["dcgm_level"],))
-    if merged["expected_nccl_env"] is not None and not isinstance(merged["expected_nccl_env"], dict):
-        raise CheckOptionError("expected_nccl_env must be a mapping of NCCL variables, got %r" % (merged["expected_nccl_env"],))
-    if merged["nic_firmware"] is not None:
-        try:
-            nic_firmware.check_options(merged["nic_firmware"])
-        except nic_firmware.FirmwareError as exc:
-            raise CheckOptionError(str(exc))
-    if merged["link_health"] not in (None, False):
-        try:
-            link_health.check_options(merged["link_health"])
-        except link_health.LinkHealthError as exc:
-            raise CheckOptionError(str(exc))
-    return merged
+    return (gpu_count_findings(host, gpu_count, expected.get("gpu_count"))
+            + rdma_port_findings(host, devices, expected.get("rdma_devices"), expected.get("port_rate_gbps"))
+            + mtu_findings(host, netdev_mtus, expected.get("mtu"))
+            + peermem_findings(host, gpu_count, peermem_loaded, expected.get("peermem")))
+
+
+def kernel_log_findings(host, why):
+    """The kernel log could not be read (``why``; None: it was): Xid errors go unseen."""
+    if why is None:
+        return []
+    return [finding("kernel_log", "warning", host, "the kernel log could not be read: %s" % why,
+                    "run as root, or give kernel_log; until it can be read, Xid errors go unseen and a node "
+                    "drained by gpufabric stays drained")]

@@ -108,6 +108,16 @@ def ber_unread(target, dev, ber_expected=False):
     return [finding("link_unread", "warning", target, detail, BER_UNREAD_FIX)]
 
 
+def unread_findings(host, not_run, problems):
+    """[link_unread] for a check that did not run (``not_run``: why, naming the host) and for each port mlxlink could
+    not read (``problems``: [(device/port, why)])."""
+    found = [finding("link_unread", "warning", host, "not run: %s" % not_run, NOT_RUN_FIX)] if not_run and not problems else []
+    return found + [finding("link_unread", "warning", "%s/%s" % (host, label),
+                            "the link's physical layer could not be read: %s" % problem,
+                            "install MFT or mstflint's mlxlink and run the check as root; until then BER, FEC "
+                            "and the recommendation of this port go unseen") for label, problem in problems]
+
+
 def mlxlink_findings(host, devices, max_effective_ber=MAX_EFFECTIVE_BER, max_raw_ber=MAX_RAW_BER, ber_expected=False):
     """parse_mlxlink's devices of one host -> findings, each naming host/device. ``ber_expected``: the text is of
     ``mlxlink -c``, so a device without a BER is unread (ber_unread)."""

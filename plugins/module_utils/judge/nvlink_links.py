@@ -25,6 +25,14 @@ def _check_gpus(gpus, what):
     return gpus
 
 
+def nvlink_status_findings(host, why):
+    """`nvidia-smi nvlink --status` gave no answer (``why``; None: it did): an NVLink that went down goes unseen."""
+    if why is None:
+        return []
+    return [finding("nvlink_status", "warning", host, "nvidia-smi nvlink --status gave no answer: %s" % why,
+                    "run it by hand; until it answers, an NVLink that went down goes unseen")]
+
+
 def nvlink_down_findings(status):
     """Findings for NVLinks down where the machine shows they should be up.
 

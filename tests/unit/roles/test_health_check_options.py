@@ -1,18 +1,18 @@
-"""One list of the node health check's options, held equal by this test until a registry declares them once (issue 52
-item 2): `health_monitor_checks: {dcgm_level: 1}`, as the README shows it, was refused ("unknown: dcgm_level") because
-the health_monitor role's list lacked dcgm_level and dcgmi_path. The role's list (vars/main.yml), the options its task
-passes to node_health (tasks/checks.yml), the options its argument spec documents, judge/health.py's CHECK_DEFAULTS and
-the module's argument_spec must name the same options."""
+"""The node health check's options are declared once, in the registry (module_utils/node/checks/all.py, issue 54);
+the health_monitor role's lists are held equal to it here (issue 52 item 2: `health_monitor_checks: {dcgm_level: 1}`,
+as the README shows it, was refused - "unknown: dcgm_level" - because the role's list lacked dcgm_level and
+dcgmi_path). The role's list (vars/main.yml), the options its task passes to node_health (tasks/checks.yml), the
+options its argument spec documents and the module's argument_spec must name the registry's options."""
 
 import os
 import re
 from unittest import mock
 
-import pytest
 import yaml
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as registry
 from ansible_collections.gpufabric.rdma.plugins.modules import node_health
+from moduletest import argument_spec
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "health_monitor")
@@ -26,15 +26,7 @@ def _load(*parts):
 
 
 def _module_options():
-    class Captured(Exception):
-        pass
-
-    def capture(*args, **kwargs):
-        raise Captured(kwargs["argument_spec"])
-    with mock.patch.object(node_health, "AnsibleModule", side_effect=capture):
-        with pytest.raises(Captured) as caught:
-            node_health.main()
-    return set(caught.value.args[0]) - NOT_CHECKS
+    return set(argument_spec(node_health)) - NOT_CHECKS
 
 
 def _task_options():
@@ -48,7 +40,7 @@ def _documented_options():
 
 
 def test_every_list_of_the_check_options_is_the_same():
-    known = set(health.CHECK_DEFAULTS)
+    known = set(registry.DEFAULTS)
     assert "dcgm_level" in known and "dcgmi_path" in known
     lists = {"roles/health_monitor/vars/main.yml": set(_load("vars", "main.yml")["__health_monitor_check_options"]),
              "roles/health_monitor/tasks/checks.yml": _task_options(),
@@ -60,5 +52,5 @@ def test_every_list_of_the_check_options_is_the_same():
 
 
 def test_the_comparison_can_fail():
-    with mock.patch.dict(health.CHECK_DEFAULTS, {"new_check": None}):
-        assert set(health.CHECK_DEFAULTS) != _task_options()
+    with mock.patch.dict(registry.DEFAULTS, {"new_check": None}):
+        assert set(registry.DEFAULTS) != _task_options()

@@ -3,6 +3,7 @@ test says what it must never contain: a node program does not ship the decider's
 relay do not ship the node's checks. Each program runs on its host with the standard library only."""
 
 import ast
+import glob
 import hashlib
 import os
 import re
@@ -18,7 +19,7 @@ MONITOR = "roles/health_monitor/files/gpufabric_health_monitor.py"
 DECIDER = "roles/remediator/files/gpufabric_remediator.py"
 RELAY = "roles/fleet_monitoring/files/gpufabric_alert_relay.py"
 NODE_CHECKS = {"node/node_checks", "judge/health", "parse/gpu", "judge/rates", "parse/rdma", "parse/nvlink", "parse/rdma_common",
-               "judge/port_traffic", "node/sysfs", "fleet/monitor"}
+               "judge/port_traffic", "node/sysfs", "fleet/monitor", "node/checks/all", "node/checks/check", "parse/kernel_log"}
 PLANNER = {"fleet/remediation", "fleet/remediation_counts", "fleet/remediation_triage", "fleet/remediation_drains",
            "fleet/remediation_resumes", "fleet/policy", "fleet/ledger", "fleet/decider", "fleet/decider_settings",
            "fleet/slurm_nodes", "fleet/k8s_nodes", "fleet/alerts"}
@@ -34,6 +35,12 @@ def test_each_program_ships_its_closure_and_not_the_others_code(program, must, n
     shipped = set(closure(program))
     assert must <= shipped
     assert not shipped & never, "%s ships %s" % (program, sorted(shipped & never))
+
+
+def test_the_monitor_ships_every_node_health_check_of_the_registry():
+    checks = set("node/checks/%s" % os.path.basename(p)[:-3]
+                 for p in glob.glob(os.path.join(ROOT, "plugins", "module_utils", "node", "checks", "*.py")))
+    assert len(checks) > 10 and checks <= set(closure(MONITOR))
 
 
 @pytest.mark.parametrize("program", [MONITOR, DECIDER, RELAY])

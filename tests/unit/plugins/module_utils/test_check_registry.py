@@ -1,0 +1,222 @@
+"""The node health checks' registry (module_utils/node/checks/all.py, issue 54 item 1): a check is one file of
+node/checks/ and one line of all.py, declaring its options, what it reads, its judge, its findings and its metric
+families; node_health's argument spec and the options the monitor takes are built from the table, and every list kept
+beside it - node_health's documentation, the runner's command_timeout, the findings a check reports and their
+troubleshooting entries, the metric families - is held equal to it here (the health_monitor role's
+lists: tests/unit/roles/test_health_check_options.py). One loop runs the checks and says the same way, for all,
+what a check could not read (unreadable) and that it could not run (not_run)."""
+
+import ast
+import glob
+import importlib.util
+import os
+import re
+import shutil
+from unittest import mock
+
+import pytest
+import yaml
+
+from ansible_collections.gpufabric.rdma.plugins.doc_fragments.command_timeout import ModuleDocFragment
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, node_checks
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as registry, check
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics
+from ansible_collections.gpufabric.rdma.plugins.modules import node_health
+from moduletest import argument_spec
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+FOLDER = os.path.join(ROOT, "plugins", "module_utils", "node", "checks")
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
+PREFIX = "ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks"
+# What the loop writes for every check run (render/metrics.health_families), whatever the checks.
+LOOP_FAMILIES = {"gpufabric_finding", "gpufabric_findings", "gpufabric_health_check_up", "gpufabric_health_check_source_unreadable",
+                 "gpufabric_health_check_duration_seconds", "gpufabric_health_check_last_run_timestamp_seconds",
+                 "gpufabric_health_check_last_success_timestamp_seconds", "gpufabric_health_check_interval_seconds",
+                 "gpufabric_health_state_writable", "gpufabric_remediation_decisions_total"}
+_spec = importlib.util.spec_from_file_location("troubleshooting", os.path.join(ROOT, "docs", "site", "troubleshooting.py"))
+troubleshooting = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(troubleshooting)
+
+
+def _registered_lines():
+    """The check modules all.py imports, in the order of its lines."""
+    with open(os.path.join(FOLDER, "all.py"), encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    return [alias.name for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == PREFIX
+            for alias in node.names if alias.name != "check"]
+
+
+def test_every_check_is_one_file_and_one_line_of_the_registry_in_its_order():
+    files = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(FOLDER, "*.py")))
+    assert {"check", "all"} <= set(files)
+    assert sorted(_registered_lines()) == [f for f in files if f not in ("check", "all")], \
+        "a file of node/checks/ is a check: give it its line in all.py"
+    assert [c.name for c in registry.CHECKS] == _registered_lines()
+    for item in registry.CHECKS:
+        assert item.reads and item.findings and callable(item.read) and callable(item.judge), item.name
+    declared = [f for c in registry.CHECKS for f in c.findings]
+    assert len(declared) == len(set(declared)), "a finding belongs to one check"
+
+
+def _documented():
+    options = dict(yaml.safe_load(node_health.DOCUMENTATION)["options"])
+    options.update(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
+    return dict((name, {"type": doc.get("type"), "default": doc.get("default"), "elements": doc.get("elements")})
+                for name, doc in options.items())
+
+
+def _as_documented(spec):
+    return dict((name, {"type": s["type"], "default": s.get("default"), "elements": s.get("elements")})
+                for name, s in spec.items())
+
+
+def differences():
+    """{list: [what it has or lacks that the registry lacks or has]} for each list built from the registry or kept beside
+    it: node_health's argument spec and documentation (type, default, elements of each option), the runner's
+    command_timeout, the options the monitor's configuration takes (names)."""
+    table = _as_documented(dict(registry.argument_spec(), node_name={"type": "str"}))
+    monitor_names = set(monitor.check_config({"checks": {}})["checks"]) - {"rate_rules"} | {"node_name"}
+    lists = {"node_health's argument_spec": _as_documented(argument_spec(node_health)), "node_health's DOCUMENTATION": _documented(),
+             "node/commands.ARGUMENT_SPEC": dict(table, **_as_documented(commands.ARGUMENT_SPEC)),
+             "the monitor's checks": dict((name, table.get(name)) for name in monitor_names)}
+    flat = dict((name, str(spec)) for name, spec in table.items())
+    found = {}
+    for name, options in lists.items():
+        options = dict((option, str(spec)) for option, spec in options.items())
+        if options != flat:
+            found[name] = sorted(set(flat.items()) ^ set(options.items()))
+    return found
+
+
+def test_node_health_the_runner_and_the_monitor_take_the_registrys_options():
+    assert differences() == {}
+    checked = monitor.check_config({"checks": {}})["checks"]
+    assert dict((k, v) for k, v in checked.items() if k != "rate_rules") == registry.DEFAULTS
+    with pytest.raises(monitor.ConfigError, match=r"^checks: unknown check option\(s\): gpu_count \(known: command_timeout, "):
+        monitor.check_config({"checks": {"gpu_count": 8}})
+
+
+def test_a_list_that_differs_from_the_registry_fails():
+    extra = check.Option("expected_nvswitches", "int", rules=(check.whole,))
+    with mock.patch.dict(registry.OPTIONS, {"expected_nvswitches": extra}):
+        found = differences()
+    assert sorted(found) == ["node_health's DOCUMENTATION", "the monitor's checks"]
+    assert found["node_health's DOCUMENTATION"] == [("expected_nvswitches", str({"type": "int", "default": None, "elements": None}))]
+    assert found["the monitor's checks"] == [("expected_nvswitches", str({"type": "int", "default": None, "elements": None}))]
+
+
+def test_options_are_checked_by_their_declared_rules():
+    assert registry.check_options({"rate_thresholds": {"symbol_error": 120}})["rate_rules"]["symbol_error"][3] == 120
+    for given, message in (({"dcgm_level": 2}, "dcgm_level must be 1 or unset"), ({"ethtool": "yes"}, "ethtool must be true or false"),
+                           ({"rate_window": 0}, "rate_window must be at least 1 second, got 0"),
+                           ({"link_health": {"max_raw_ber": "high"}}, "link_health max_raw_ber must be a positive number")):
+        with pytest.raises(registry.CheckOptionError, match="^" + re.escape(message)):
+            registry.check_options(given)
+    assert registry.check_options({"link_health": False})["link_health"] is False
+    with pytest.raises(ValueError, match="option expected_mtu is declared twice"):
+        with mock.patch.object(registry, "CHECKS", registry.CHECKS + (check.Check(
+                "again", "x", ("x",), None, None, options=(check.Option("expected_mtu", "int"),)),)):
+            registry.options_table()
+
+
+def test_every_finding_a_check_declares_is_reported_and_explained():
+    explained = troubleshooting._load_explanations()
+    checks = troubleshooting.findings()
+    for item in registry.CHECKS:
+        for found in item.findings:
+            assert found in checks and found in explained["findings"], (item.name, found)
+
+
+def test_each_checks_metric_families_are_the_ones_it_declares():
+    link = {"device": "mlx5_0/1", "effective_ber": 1.5e-15, "raw_ber": 2e-9, "link_down_counter": 1, "effective_errors": 0}
+    result = {"findings": [], "complete": True, "unreadable": [],
+              "observed": {"links": [link], "history": [{"at": 1, "counters": {"mlx5_0/1|symbol_error": 3, "eth2|carrier_changes": 1}}]}}
+    families = metrics.health_families(result, "c", "n1", 10, 1.0, decisions={})
+    declared = {}
+    for item in registry.CHECKS:
+        declared.update(item.metrics)
+    assert set(f["name"] for f in families) == LOOP_FAMILIES | set(declared)
+    for fam in families:
+        if fam["name"] in declared:
+            assert fam["samples"], fam["name"]
+            for labels, dummy in fam["samples"]:
+                assert set(labels) - {"cluster", "Hostname"} <= set(declared[fam["name"]]), fam["name"]
+
+
+@pytest.fixture
+def sick_node(tmp_path):
+    """A node whose every check has something to say: the eRDMA sysfs tree, the 8x H200 capture with a V100's inactive
+    NVLinks, a kernel log of Xid 79, fatal SXids, NVLink training and a NIC on a limited PCIe link (all real)."""
+    sysfs = tmp_path / "sys"
+    shutil.copytree(os.path.join(FIXTURES, "sysfs", "erdma"), str(sysfs))
+    (sysfs / "class" / "net" / "eth1" / "mtu").write_text("1500\n")
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    shutil.copy(os.path.join(FIXTURES, "nvidia_smi", "q_h200x8.xml"), str(capture / "q.xml"))
+    shutil.copy(os.path.join(FIXTURES, "nvlink", "status_v100_inactive_azhpc73.txt"), str(capture / "nvlink_status.txt"))
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "modules").write_text("ib_core 462848 9 - Live 0x0\n")
+    log = tmp_path / "kern.log"
+    log.write_text("".join(open(os.path.join(FIXTURES, "kernel_log", name)).read() for name in (
+        "dmesg_xid_79_sxid_20034_gpud.txt", "dmesg_nvlink_post_rx_detect_gh100_gpud1272.txt",
+        "dmesg_mlx5_pcie_limited_l2fwdnv6.txt")))
+    (tmp_path / "nccl.conf").write_text("NCCL_IB_HCA=mlx5_1\nNCCL_DEBUG=INFO\n")
+    return {"sysfs_root": str(sysfs), "procfs_root": str(proc), "kernel_log": str(log), "command_timeout": 10,
+            "nvidia_smi_path": os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi"),
+            "expected_gpu_count": 9, "expected_rdma_devices": 2, "expected_mtu": 9000, "require_peermem": True,
+            "expected_nccl_env": {"NCCL_IB_HCA": "mlx5"}, "nccl_conf": str(tmp_path / "nccl.conf"),
+            "link_health": True, "nic_firmware": {"profiles": ["roce_lossless"]}, "dcgm_level": 1,
+            "dcgmi_path": str(tmp_path / "no" / "dcgmi")}, str(capture)
+
+
+def test_each_check_reports_only_the_findings_it_declares(sick_node, monkeypatch):
+    given, capture = sick_node
+    monkeypatch.setenv("NVIDIA_SMI_CAPTURE", capture)
+    reported = {}
+
+    def recording(item, judge):
+        def judged(node, readings):
+            found = judge(node, readings)
+            reported.setdefault(item.name, set()).update(f["check"] for f in found)
+            return found
+        return judged
+    patches = [mock.patch.object(item, "judge", recording(item, item.judge)) for item in registry.CHECKS]
+    for patch in patches:
+        patch.start()
+    try:
+        result = node_checks.check_node(given, commands.Runner(10, path=""), host="n1",
+                                        previous_counters={"at": 0, "ports": {}})
+    finally:
+        for patch in patches:
+            patch.stop()
+    outside = dict((name, sorted(found - set(c.findings))) for c in registry.CHECKS for name, found in reported.items()
+                   if c.name == name and found - set(c.findings))
+    assert outside == {}
+    assert set(f["check"] for f in result["findings"]) >= {
+        "gpu_count", "nvlink_down", "gpu_xid", "nvswitch_sxid", "nvlink_training", "nic_pcie_bandwidth", "rdma_device_count",
+        "mtu", "peermem", "nccl_env_drift", "link_unread", "nic_firmware_unread", "dcgm_diag_not_run"}
+
+
+def test_a_check_that_could_not_run_says_so_the_same_way_for_all(sick_node, tmp_path):
+    """not_run: each check asked for whose tool is missing or that had nothing to read, with why; each is unreadable
+    too, so the report is incomplete. A check not asked for is neither (dcgm without dcgm_level)."""
+    given, dummy = sick_node
+    given = dict(given, nvidia_smi_path=str(tmp_path / "no" / "nvidia-smi"), kernel_log=str(tmp_path / "no" / "kern.log"))
+    result = node_checks.check_node(given, commands.Runner(10, path=""), host="n1")
+    sysfs = given["sysfs_root"]
+    assert result["not_run"] == {
+        "nvidia_smi": "nvidia-smi not found",
+        "xid": "kernel_log %s cannot be read" % given["kernel_log"],
+        "nic_firmware": "no NVIDIA (Mellanox) card under %s/class/infiniband and none named in devices: nothing was "
+                        "compared" % sysfs,
+        "link_health": "no NVIDIA HCA (an mlx4_ or mlx5_ RDMA device) on this node: no link was read",
+        "dcgm": result["observed"]["dcgm"]["reason"]}
+    assert "not installed" in result["not_run"]["dcgm"]
+    assert result["complete"] is False
+    for name, why in result["not_run"].items():
+        assert [u for u in result["unreadable"] if u.endswith(why)], name
+    quiet = node_checks.check_node(dict(given, dcgm_level=None, link_health=None, nic_firmware=None),
+                                   commands.Runner(10, path=""), host="n1")
+    assert sorted(quiet["not_run"]) == ["nvidia_smi", "xid"] and quiet["observed"]["dcgm"] is None
