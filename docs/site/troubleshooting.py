@@ -1,6 +1,8 @@
 """Builds docs/troubleshooting.md from the failure messages the collection prints.
 
-Three kinds of failure are collected from the source, so the page cannot miss one:
+The node health checks are listed from their registry (plugins/module_utils/node/checks/all.py): each check, its
+node_health options, what it reads and the findings it reports, linked to their explanations. Three kinds of failure
+are collected from the source, so the page cannot miss one:
 - findings (check ids) that discovery, node_health and the health monitor report, with the
   severities and fix hints the code gives (plugins/module_utils/*.py, calls to finding());
 - the fail and assert tasks of the roles and playbooks, with the message they print;
@@ -25,6 +27,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES as SEVERITY_ORDER  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.health import XID_CATALOG  # noqa: E402  (needs `make collection`)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as node_checks  # noqa: E402
 
 EXPLANATIONS = os.path.join(ROOT, "docs", "site", "troubleshooting.yml")
 PAGE = os.path.join(ROOT, "docs", "troubleshooting.md")
@@ -138,10 +141,15 @@ def _load_explanations():
         return yaml.safe_load(handle)
 
 
-def problems(explained, checks, failures, modules=None):
+def problems(explained, checks, failures, modules=None, registry=None):
     """Sentences naming each finding, failure or message of an explained module without an
-    explanation, and each explanation nothing prints any more."""
+    explanation, each explanation nothing prints any more, and each finding a node health check declares
+    that no code reports (``registry``: the checks, node/checks/all.py's CHECKS by default)."""
     out = []
+    for item in node_checks.CHECKS if registry is None else registry:
+        for check in item.findings:
+            if check not in checks:
+                out.append("node health check %s declares finding %s, which no code reports" % (item.name, check))
     for check in sorted(set(checks) - set(explained["findings"])):
         out.append("finding %s (%s) has no explanation in %s" % (check, ", ".join(sorted(checks[check]["sources"])), _rel(EXPLANATIONS)))
     for check in sorted(set(explained["findings"]) - set(checks)):
@@ -166,7 +174,35 @@ def _anchor(text):
     return "".join(c if c.isalnum() or c in "-_" else ("-" if c == " " else "") for c in text.lower())
 
 
-def render(explained, checks, failures, modules):
+def health_check_lines(registry, checks):
+    """The node health checks as a table, from their registry: name, what it checks, options, reads, findings."""
+    lines = ["## Node health checks", "",
+             "`node_health` and the health monitor run these checks, in this order (the registry,",
+             "`plugins/module_utils/node/checks/all.py`); a check's options are `node_health`'s and",
+             "`health_monitor_checks`'. A source a check could not read is in `unreadable` (the report is then",
+             "incomplete), and a check that could not run at all says why in `not_run`.", "",
+             "| check | what it checks | options | what it reads | findings |", "| --- | --- | --- | --- | --- |"]
+    for item in registry:
+        lines.append("| `%s` | %s | %s | %s | %s |" % (
+            item.name, item.summary, ", ".join("`%s`" % o.name for o in item.options) or "-",
+            "; ".join("`%s`" % r for r in item.reads),
+            ", ".join("[`%s`](#%s)" % (f, _anchor(f)) for f in item.findings if f in checks)))
+    lines.append("")
+    return lines
+
+
+def _reported_by_check(registry):
+    """finding -> the node health checks that declare it."""
+    owners = {}
+    for item in registry:
+        for check in item.findings:
+            owners.setdefault(check, []).append(item)
+    return owners
+
+
+def render(explained, checks, failures, modules, registry=None):
+    registry = node_checks.CHECKS if registry is None else registry
+    owners = _reported_by_check(registry)
     explained_modules = explained.get("modules") or {}
     lines = [
         "# Troubleshooting",
@@ -178,6 +214,7 @@ def render(explained, checks, failures, modules):
         "and the health monitor (by their `check` name), the messages of the roles' own checks (by role",
         "and task name, as the play prints them), and the messages modules end with.",
         "",
+    ] + health_check_lines(registry, checks) + [
         "## Findings",
         "",
         "A finding has a `check`, a `severity` (critical, warning, info), a `target`, a `detail` and a",
@@ -203,6 +240,10 @@ def render(explained, checks, failures, modules):
         if check == "gpu_xid":
             lines += ["| Xid | severity | meaning | action |", "| --- | --- | --- | --- |"]
             lines += ["| %d | %s | %s | %s |" % (xid, sev, meaning, action) for xid, (sev, meaning, action) in sorted(XID_CATALOG.items())]
+            lines.append("")
+        for item in owners.get(check, ()):
+            lines.append("Node health check: [`%s`](#node-health-checks)%s." % (item.name, " (options %s)" % ", ".join(
+                "`%s`" % o.name for o in item.options) if item.options else ""))
             lines.append("")
         lines.append("Reported by: %s." % ", ".join("`%s`" % s for s in sorted(checks[check]["sources"])))
     lines += ["", "## Role and playbook failures", "",

@@ -1,8 +1,8 @@
 """The node health checks' registry (module_utils/node/checks/all.py, issue 54 item 1): a check is one file of
 node/checks/ and one line of all.py, declaring its options, what it reads, its judge, its findings and its metric
 families; node_health's argument spec and the options the monitor takes are built from the table, and every list kept
-beside it - node_health's documentation, the runner's command_timeout, the findings a check reports and their
-troubleshooting entries, the metric families - is held equal to it here (the health_monitor role's
+beside it - node_health's documentation, the runner's command_timeout, the troubleshooting page, the metric families,
+the findings a check reports, the example in CONTRIBUTING.md - is held equal to it here (the health_monitor role's
 lists: tests/unit/roles/test_health_check_options.py). One loop runs the checks and says the same way, for all,
 what a check could not read (unreadable) and that it could not run (not_run)."""
 
@@ -120,12 +120,20 @@ def test_options_are_checked_by_their_declared_rules():
             registry.options_table()
 
 
-def test_every_finding_a_check_declares_is_reported_and_explained():
+def test_every_finding_a_check_declares_is_reported_and_explained_and_the_page_lists_the_checks():
     explained = troubleshooting._load_explanations()
     checks = troubleshooting.findings()
+    assert troubleshooting.problems(explained, checks, troubleshooting.role_failures()) == []
+    with open(os.path.join(ROOT, "docs", "troubleshooting.md"), encoding="utf-8") as handle:
+        page = handle.read()
     for item in registry.CHECKS:
+        assert "\n| `%s` | %s | " % (item.name, item.summary) in page
         for found in item.findings:
-            assert found in checks and found in explained["findings"], (item.name, found)
+            assert found in explained["findings"]
+    assert "Node health check: [`xid`](#node-health-checks) (options `kernel_log`, `xid_ignore`)." in page
+    typo = check.Check("xid2", "x", ("x",), None, None, findings=("gpu_xidd",))
+    assert troubleshooting.problems(explained, checks, {}, registry=(typo,))[0] == \
+        "node health check xid2 declares finding gpu_xidd, which no code reports"
 
 
 def test_each_checks_metric_families_are_the_ones_it_declares():
@@ -220,3 +228,17 @@ def test_a_check_that_could_not_run_says_so_the_same_way_for_all(sick_node, tmp_
     quiet = node_checks.check_node(dict(given, dcgm_level=None, link_health=None, nic_firmware=None),
                                    commands.Runner(10, path=""), host="n1")
     assert sorted(quiet["not_run"]) == ["nvidia_smi", "xid"] and quiet["observed"]["dcgm"] is None
+
+
+CONTRIBUTING = os.path.join(ROOT, "CONTRIBUTING.md")
+
+
+def test_contributing_shows_adding_a_check_with_the_real_file_and_its_line():
+    with open(CONTRIBUTING, encoding="utf-8") as handle:
+        text = handle.read()
+    blocks = re.findall(r"```python\n(.*?)```", text[text.index("## Adding a node health check"):], re.S)
+    with open(os.path.join(FOLDER, "peermem.py"), encoding="utf-8") as handle:
+        peermem = handle.read()
+    assert blocks[0] == peermem
+    line = "from %s import peermem  # noqa: F401\n" % PREFIX
+    assert blocks[1] == line and line in open(os.path.join(FOLDER, "all.py"), encoding="utf-8").read()
