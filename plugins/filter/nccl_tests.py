@@ -110,7 +110,7 @@ def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=Fa
     """Each judged nccl-tests run with its baseline sentence ("346 GB/s = 100 % of the H200x2 NVLink
     baseline ...") or the note that none is known; without a user threshold, a run below ``fraction``
     of its baseline fails. Also returns ``record``: this run's figures as baseline entries."""
-    expect_list_of_mappings("baseline_notes", judged, "the judged runs (run_report_judged)")
+    expect_list_of_mappings("baseline_notes", judged, "the judged runs (nccl_tests_judged)")
     return validation.baseline_notes(judged, _platform("baseline_notes", platform), number_or_none("baseline_notes", "fraction", fraction), local,
                                      user_threshold)
 

@@ -23,7 +23,7 @@ EXCEPTIONS = {
     ("roles/nccl_tune/tasks/measure.yml", "Derive what the hardware carries for each collective"):
         "main.yml includes measure.yml on the launcher only in mpirun mode; in single mode each host reads its own record",
     ("roles/nccl_tests/tasks/main.yml", "Judge and report"):
-        "the include's variables are templated by the run_report helper's tasks, each of which runs once",
+        "the include's variables are templated by the judge's tasks (report.yml), each of which runs once",
     ("playbooks/remediate.yml", "Run nccl-tests over each drained node and the peer, one pair after another"):
         "the nodes the decider names to certify are few (its rate limit), and they share the one peer",
 }

@@ -21,7 +21,7 @@ def test_every_kind_of_failure_is_collected():
     assert checks["rdma_port_state"]["severities"] == {"critical", "warning"}
     assert checks["gpu_xid"]["severities"] == {"by catalog"}
     failures = troubleshooting.role_failures()
-    assert "_common: Fail on a failed threshold" in failures
+    assert "nccl_tests: Fail on a failed threshold" in failures
     assert failures["_common: Check the checksum's form"]["source"] == os.path.join("roles", "_common", "tasks", "source_archive.yml")
     assert "playbook lab: Check lab_state" in failures
     modules = troubleshooting.module_failures()

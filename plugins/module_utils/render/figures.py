@@ -162,7 +162,7 @@ def _measured_rows(result):
 
 
 def nccl_tests_families(judged, cluster, run_time):
-    """The judged nccl-tests runs (run_report_judged, as in runs.json) -> families.
+    """The judged nccl-tests runs (nccl_tests_judged, as in runs.json) -> families.
 
     Per run: ``..._run_passed`` {run, mode, nodes}. Per measured row: busbw and algbw (GB/s) {collective, nodes,
     ranks, size_bytes, placement}; per run, the out-of-place busbw at the largest size (nccl_tests.at_largest_size,

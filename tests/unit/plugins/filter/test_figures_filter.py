@@ -19,7 +19,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 F = FilterModule().filters()["figures_metrics"]
 # The report entry each reporting role adds, by the file that holds its report_files_list.
 ROLE_FILES = {
-    "roles/_common/tasks/run_report.yml": ("nccl_tests", "gpufabric_nccl_tests.prom"),
+    "roles/nccl_tests/tasks/report.yml": ("nccl_tests", "gpufabric_nccl_tests.prom"),
     "roles/perftest/tasks/report.yml": ("perftest", "gpufabric_perftest.prom"),
     "roles/burnin/tasks/main.yml": ("burnin", "gpufabric_burnin.prom"),
     "roles/nccl_tune/tasks/measure.yml": ("tune", "{{ __nccl_tune_prefix }}-gpufabric_tune.prom"),
