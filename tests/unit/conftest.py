@@ -68,6 +68,9 @@ def fixture_file():
 # Kubernetes versions every rendered manifest must validate against (strict: unknown fields fail):
 # the oldest ACK still supports and the newest the bundled schemas know.
 KUBERNETES_VERSIONS = ("1.28.0", "1.37.0")
+# Dynamic Resource Allocation (resource.k8s.io/v1, and a pod's resourceClaims naming their template directly) is
+# served from 1.34: its objects validate against the schemas of the versions that serve them.
+DRA_VERSIONS = ("1.34.0", "1.37.0")
 KUBEFLOW_KINDS = {"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs", "TFJob": "tfReplicaSpecs"}
 
 
@@ -80,7 +83,7 @@ def validate_manifest(manifest):
     """
     import kubernetes_validate
 
-    for version in KUBERNETES_VERSIONS:
+    for version in (DRA_VERSIONS if uses_dra(manifest) else KUBERNETES_VERSIONS):
         if manifest["kind"] not in KUBEFLOW_KINDS:
             kubernetes_validate.validate(manifest, version, strict=True)
             continue
@@ -93,6 +96,11 @@ def validate_manifest(manifest):
             kubernetes_validate.validate({"apiVersion": "v1", "kind": "PodTemplate",
                                           "metadata": {"name": "%s-%s" % (manifest["metadata"]["name"], role.lower())},
                                           "template": spec["template"]}, version, strict=True)
+
+
+def uses_dra(manifest):
+    """The manifest is a resource.k8s.io object or a workload whose pods claim devices (resourceClaims)."""
+    return manifest["apiVersion"].startswith("resource.k8s.io/") or '"resourceClaims"' in json.dumps(manifest)
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ ACS_COMPUTE_CLASS_LABEL = "alibabacloud.com/compute-class"
 # Seed 000: which RDMA NIC type (and so which NCCL profile) each ACS GPU model series has.
 ACS_NCCL_PROFILES = {"GU8TF": "acs_rdma_type1", "GU8TEF": "acs_rdma_type1", "GX8SF": "acs_rdma_type1",
                      "P16EN": "acs_rdma_type2"}
+# The pod's claim (resource.k8s.io) on the ResourceClaimTemplate of its GPUs and RDMA NICs.
+POD_CLAIM = "gpus-nics"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _RESOURCE_NAME = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.]*(/[A-Za-z0-9][-A-Za-z0-9_.]*)?$")
 
@@ -40,13 +42,15 @@ class ManifestError(ValueError):
     """An input no manifest can be made from; the message names it."""
 
 
-def _name(value, what):
+def dns_label(value, what):
+    """value when it is a DNS label (a Kubernetes name), else ManifestError naming ``what``."""
     if not isinstance(value, str) or not _DNS_LABEL.match(value):
         raise ManifestError("%s must be a DNS label (lower-case letters, digits, '-', at most 63), got %r" % (what, value))
     return value
 
 
-def _count(value, what, minimum=0):
+def count(value, what, minimum=0):
+    """value as a whole number >= minimum (its text too), else ManifestError naming ``what``."""
     try:
         number = int(value)
     except (TypeError, ValueError):
@@ -103,7 +107,7 @@ def _config_volume(name):
 def erdma_device_plugin(namespace="kube-system", image=ERDMA_PLUGIN_IMAGE, pull_policy="Always",
                         resources=None, node_selector=None, tolerations=None, mode="hca", device_type="eRDMA"):
     """Seed 002's ConfigMap ``rdma-devices`` and DaemonSet ``rdma-sriov-dp-ds``; defaults are the seed's."""
-    _name(namespace, "namespace")
+    dns_label(namespace, "namespace")
     config = {"mode": mode, "deviceType": device_type}
     configmap = {
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -127,7 +131,7 @@ def shared_device_plugin(namespace="kube-system", image=SHARED_PLUGIN_IMAGE, pul
                          resource_name="hca_shared_devices_a", hca_max=1000, selectors=None,
                          update_interval=300):
     """Mellanox k8s-rdma-shared-dev-plugin for mlx5: one shared resource of the selected HCAs."""
-    _name(namespace, "namespace")
+    dns_label(namespace, "namespace")
     if not _RESOURCE_NAME.match("%s/%s" % (resource_prefix, resource_name)):
         raise ManifestError("resource %s/%s is not a valid extended resource name" % (resource_prefix, resource_name))
     selectors = {"vendors": ["15b3"], "drivers": ["mlx5_core"]} if selectors is None else selectors
@@ -138,9 +142,9 @@ def shared_device_plugin(namespace="kube-system", image=SHARED_PLUGIN_IMAGE, pul
     if not chosen:
         raise ManifestError("the device selectors choose nothing: give vendors, deviceIDs, drivers, ifNames or linkTypes")
     config = {
-        "periodicUpdateInterval": _count(update_interval, "update_interval", 1),
+        "periodicUpdateInterval": count(update_interval, "update_interval", 1),
         "resourcePrefix": resource_prefix,
-        "configList": [{"resourceName": resource_name, "rdmaHcaMax": _count(hca_max, "hca_max", 1),
+        "configList": [{"resourceName": resource_name, "rdmaHcaMax": count(hca_max, "hca_max", 1),
                         "selectors": chosen}],
     }
     configmap = {
@@ -162,11 +166,16 @@ def shared_device_plugin(namespace="kube-system", image=SHARED_PLUGIN_IMAGE, pul
     return [configmap, daemonset]
 
 
+def is_erdma(device):
+    """An RDMA device (rdma_devices' entry) is Alibaba's eRDMA: driver erdma (sysfs), transport eRDMA or vendor
+    0x1ded (Alibaba) in ibv_devinfo."""
+    return device.get("driver") == "erdma" or device.get("transport") == "eRDMA" or device.get("vendor_id") == "0x1ded"
+
+
 def node_labels(record, erdma_label=True):
     """A discovery node record -> the labels that steer device plugins and workloads to the node."""
     devices = (record or {}).get("rdma_devices") or []
     active = [d for d in devices if any((p.get("state") or "").upper() == "ACTIVE" for p in d.get("ports") or [])]
-    drivers = sorted(set(d.get("driver") or "" for d in devices) - {""})
     link_layers = sorted(set(p.get("link_layer") for d in devices for p in d.get("ports") or [] if p.get("link_layer")))
     labels = {
         "gpufabric.io/rdma": "true" if active else "false",
@@ -178,51 +187,65 @@ def node_labels(record, erdma_label=True):
     gpu = (record or {}).get("gpu") or {}
     if gpu.get("count"):
         labels["gpufabric.io/gpu-count"] = str(gpu["count"])
-    # eRDMA shows as driver erdma (sysfs), transport eRDMA or vendor 0x1ded (Alibaba) in ibv_devinfo.
-    if erdma_label and ("erdma" in drivers or any(d.get("transport") == "eRDMA" or d.get("vendor_id") == "0x1ded"
-                                                  for d in devices)):
+    if erdma_label and any(is_erdma(d) for d in devices):
         labels[ERDMA_NODE_LABEL] = "true"
     return labels
 
 
-def _container(name, image, command, env, gpus, rdma_resource, cpu=None, memory=None):
+def _container(name, image, command, env, gpus, rdma_resource, cpu=None, memory=None, claims=None):
+    """A container with its GPUs and RDMA NIC as extended resources (a device plugin's), or, with ``claims`` (the
+    pod's claims, resource.k8s.io), the devices those claims allocate."""
     limits = {}
     if cpu:
         limits["cpu"] = cpu
     if memory:
         limits["memory"] = memory
-    if gpus:
+    if gpus and not claims:
         limits["nvidia.com/gpu"] = gpus
-    if rdma_resource:
+    if rdma_resource and not claims:
         if not _RESOURCE_NAME.match(rdma_resource) or "/" not in rdma_resource:
             raise ManifestError("rdma_resource must be an extended resource like rdma/hca or aliyun/erdma, got %r" % rdma_resource)
         limits[rdma_resource] = 1
-    container = {"name": name, "image": image, "env": _env(env), "resources": {"limits": limits, "requests": dict(limits)}}
+    resources = {"limits": limits, "requests": dict(limits)} if limits or not claims else {}
+    if claims:
+        resources["claims"] = [{"name": claim} for claim in sorted(claims)]
+    container = {"name": name, "image": image, "env": _env(env), "resources": resources}
     if command:
         container["command"] = list(command)
-    if rdma_resource:
+    if rdma_resource or claims:
         # RDMA pins memory: without IPC_LOCK the verbs library cannot register buffers.
         container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     return container
 
 
-def _pod_spec(containers, host_network, restart_policy=None):
+def pod_claims(claim_template):
+    """The pod's claims ({claim name: ResourceClaimTemplate}) when its GPUs and NICs come from a DRA claim, else None.
+    One claim today; a ComputeDomain's channel claim is one more entry."""
+    if claim_template in (None, ""):
+        return None
+    return {POD_CLAIM: dns_label(claim_template, "claim_template")}
+
+
+def _pod_spec(containers, host_network, restart_policy=None, claims=None):
     spec = {"containers": containers}
     if host_network:
         spec["hostNetwork"] = True
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     if restart_policy:
         spec["restartPolicy"] = restart_policy
+    if claims:
+        spec["resourceClaims"] = [{"name": name, "resourceClaimTemplateName": claims[name]} for name in sorted(claims)]
     return spec
 
 
 def acs_deployment(name, image, gpu_model_series, env=None, gpus=8, cpu=128, memory="512Gi", command=None,
-                   compute_class="gpu", replicas=1):
+                   compute_class="gpu", replicas=1, claim_template=None):
     """Seed 000: a Deployment on ACS whose pods join the RDMA network (hpn-type rdma).
 
-    Without ``env`` the NCCL variables are those of the GPU model's RDMA NIC type (type 1 or 2).
+    Without ``env`` the NCCL variables are those of the GPU model's RDMA NIC type (type 1 or 2). With
+    ``claim_template`` the GPUs come from that ResourceClaimTemplate instead of nvidia.com/gpu.
     """
-    _name(name, "name")
+    dns_label(name, "name")
     if env is None:
         if gpu_model_series not in ACS_NCCL_PROFILES:
             raise ManifestError("no NCCL profile known for ACS GPU model %r (known: %s): give env" % (
@@ -230,51 +253,56 @@ def acs_deployment(name, image, gpu_model_series, env=None, gpus=8, cpu=128, mem
         env = nccl.compute_env(ACS_NCCL_PROFILES[gpu_model_series])["env"]
     labels = {"app": name, ACS_COMPUTE_CLASS_LABEL: compute_class, "alibabacloud.com/compute-qos": "default",
               ACS_GPU_MODEL_LABEL: gpu_model_series, ACS_HPN_LABEL: "rdma"}
-    container = _container("main", image, command or ["sleep", "1000h"], env, _count(gpus, "gpus", 1), None,
-                           cpu=cpu, memory=memory)
+    claims = pod_claims(claim_template)
+    container = _container("main", image, command or ["sleep", "1000h"], env, count(gpus, "gpus", 1), None,
+                           cpu=cpu, memory=memory, claims=claims)
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "labels": {"app": name}},
-        "spec": {"replicas": _count(replicas, "replicas", 1), "selector": {"matchLabels": {"app": name}},
-                 "template": {"metadata": {"labels": labels}, "spec": _pod_spec([container], False)}},
+        "spec": {"replicas": count(replicas, "replicas", 1), "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": labels}, "spec": _pod_spec([container], False, claims=claims)}},
     }
 
 
-def _replica(replicas, container, host_network, restart_policy="OnFailure"):
+def _replica(replicas, container, host_network, restart_policy="OnFailure", claims=None):
     return {"replicas": replicas, "restartPolicy": restart_policy,
-            "template": {"spec": _pod_spec([container], host_network)}}
+            "template": {"spec": _pod_spec([container], host_network, claims=claims)}}
 
 
 def pytorchjob(name, image, command, env, workers=2, gpus_per_worker=8, rdma_resource="rdma/hca", host_network=True,
-               namespace=None):
-    """Kubeflow PyTorchJob: one Master and workers-1 Workers, each with its GPUs and one RDMA resource."""
-    _name(name, "name")
-    nodes = _count(workers, "workers", 1)
-    gpus = _count(gpus_per_worker, "gpus_per_worker", 0)
-    specs = {"Master": _replica(1, _container("pytorch", image, command, env, gpus, rdma_resource), host_network)}
+               namespace=None, claim_template=None):
+    """Kubeflow PyTorchJob: one Master and workers-1 Workers, each with its GPUs and one RDMA resource, or with the
+    GPUs and NICs of ``claim_template`` (a ResourceClaimTemplate)."""
+    dns_label(name, "name")
+    nodes = count(workers, "workers", 1)
+    gpus = count(gpus_per_worker, "gpus_per_worker", 0)
+    claims = pod_claims(claim_template)
+    container = _container("pytorch", image, command, env, gpus, rdma_resource, claims=claims)
+    specs = {"Master": _replica(1, container, host_network, claims=claims)}
     if nodes > 1:
-        specs["Worker"] = _replica(nodes - 1, _container("pytorch", image, command, env, gpus, rdma_resource),
-                                   host_network)
+        specs["Worker"] = _replica(nodes - 1, copy.deepcopy(container), host_network, claims=claims)
     manifest = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
                 "spec": {"pytorchReplicaSpecs": specs}}
     if namespace:
-        manifest["metadata"]["namespace"] = _name(namespace, "namespace")
+        manifest["metadata"]["namespace"] = dns_label(namespace, "namespace")
     return manifest
 
 
 def mpijob(name, image, env, workers=2, gpus_per_worker=8, rdma_resource="rdma/hca", host_network=True,
-           binary="/opt/nccl-tests/build/all_reduce_perf", args="-b 8 -e 4G -f 2", namespace=None):
-    """Kubeflow MPIJob (v2beta1) running nccl-tests: one launcher, a rank per GPU on each worker."""
-    _name(name, "name")
-    nodes = _count(workers, "workers", 1)
-    gpus = _count(gpus_per_worker, "gpus_per_worker", 1)
+           binary="/opt/nccl-tests/build/all_reduce_perf", args="-b 8 -e 4G -f 2", namespace=None, claim_template=None):
+    """Kubeflow MPIJob (v2beta1) running nccl-tests: one launcher, a rank per GPU on each worker; the workers' GPUs
+    and NICs from ``claim_template`` (a ResourceClaimTemplate of gpus_per_worker GPUs) where given."""
+    dns_label(name, "name")
+    nodes = count(workers, "workers", 1)
+    gpus = count(gpus_per_worker, "gpus_per_worker", 1)
     exports = []
     for item in _env(env):
         exports += ["-x", item["name"]]
     command = (["mpirun", "--allow-run-as-root", "-np", str(nodes * gpus), "--bind-to", "none"] + exports
                + [binary] + args.split() + ["-g", "1"])
     launcher = _container("launcher", image, command, env, 0, None)
-    worker = _container("worker", image, None, env, gpus, rdma_resource)
+    claims = pod_claims(claim_template)
+    worker = _container("worker", image, None, env, gpus, rdma_resource, claims=claims)
     manifest = {
         "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name},
         "spec": {
@@ -282,12 +310,12 @@ def mpijob(name, image, env, workers=2, gpus_per_worker=8, rdma_resource="rdma/h
             "runPolicy": {"cleanPodPolicy": "Running"},
             "mpiReplicaSpecs": {
                 "Launcher": _replica(1, launcher, False),
-                "Worker": _replica(nodes, worker, host_network),
+                "Worker": _replica(nodes, worker, host_network, claims=claims),
             },
         },
     }
     if namespace:
-        manifest["metadata"]["namespace"] = _name(namespace, "namespace")
+        manifest["metadata"]["namespace"] = dns_label(namespace, "namespace")
     return manifest
 
 
@@ -295,17 +323,17 @@ def tfjob(name, image, command, env, workers=1, ps=1, gpus_per_worker=8, rdma_re
           namespace=None):
     """Seed 002's ``arena submit tfjob --rdma --hostNetwork true`` as a Kubeflow TFJob: PS and Workers
     on the host network with an RDMA resource, GPUs on the workers only."""
-    _name(name, "name")
-    specs = {"Worker": _replica(_count(workers, "workers", 1),
-                                _container("tensorflow", image, command, env, _count(gpus_per_worker, "gpus_per_worker", 0),
+    dns_label(name, "name")
+    specs = {"Worker": _replica(count(workers, "workers", 1),
+                                _container("tensorflow", image, command, env, count(gpus_per_worker, "gpus_per_worker", 0),
                                            rdma_resource), host_network, "Never")}
-    if _count(ps, "ps", 0):
+    if count(ps, "ps", 0):
         specs["PS"] = _replica(int(ps), _container("tensorflow", image, command, env, 0, rdma_resource), host_network,
                                "Never")
     manifest = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name},
                 "spec": {"tfReplicaSpecs": specs}}
     if namespace:
-        manifest["metadata"]["namespace"] = _name(namespace, "namespace")
+        manifest["metadata"]["namespace"] = dns_label(namespace, "namespace")
     return manifest
 
 
@@ -317,14 +345,14 @@ def dcgm_diag_job(name, image=DCGM_IMAGE, level=2, gpus=8, node_name=None, names
     """A Job that runs DCGM's diagnostic level on one node: its own host engine, then ``dcgmi diag -r <level>``,
     killed after the level's time limit (activeDeadlineSeconds), never retried. ``node_name`` pins it to a node,
     bypassing the scheduler, so it runs on a cordoned node - where level 2 and up belong."""
-    _name(name, "name")
+    dns_label(name, "name")
     try:
         level = dcgm_diag.check_level(level)
     except ValueError as exc:
         raise ManifestError(str(exc))
-    limit = dcgm_diag.TIMEOUTS[level] if timeout is None else _count(timeout, "timeout", 1)
+    limit = dcgm_diag.TIMEOUTS[level] if timeout is None else count(timeout, "timeout", 1)
     container = _container("dcgm-diag", image, ["/bin/sh", "-c", "nv-hostengine && exec dcgmi diag -r %d" % level], {},
-                           _count(gpus, "gpus", 1), None)
+                           count(gpus, "gpus", 1), None)
     # the diagnostics read GPU state DCGM's host engine reaches only with this capability (NVIDIA's DCGM docs)
     container["securityContext"] = {"capabilities": {"add": ["SYS_ADMIN"]}}
     spec = _pod_spec([container], False, "Never")
@@ -338,7 +366,7 @@ def dcgm_diag_job(name, image=DCGM_IMAGE, level=2, gpus=8, node_name=None, names
                 "spec": {"backoffLimit": 0, "activeDeadlineSeconds": limit, "template": {
                     "metadata": {"labels": {"app.kubernetes.io/name": "dcgm-diag"}}, "spec": spec}}}
     if namespace:
-        manifest["metadata"]["namespace"] = _name(namespace, "namespace")
+        manifest["metadata"]["namespace"] = dns_label(namespace, "namespace")
     return manifest
 
 

@@ -181,3 +181,40 @@ def test_node_labels_without_rdma():
     labels = k8s.node_labels({"rdma_devices": [], "gpu": {"count": 0}})
     assert labels == {"gpufabric.io/rdma": "false", "gpufabric.io/rdma-devices": "0",
                       "gpufabric.io/rdma-active-devices": "0"}
+
+
+@pytest.mark.parametrize("kind, options, claiming", [
+    ("pytorchjob", {"name": "ddp", "image": "pytorch:24.10", "command": ["torchrun", "--nproc_per_node=8", "/opt/b.py"],
+                    "env": NCCL_TYPE1, "workers": 2},
+     ["spec.pytorchReplicaSpecs.Master.template", "spec.pytorchReplicaSpecs.Worker.template"]),
+    ("mpijob", {"name": "nccl", "image": "nccl-tests:2.19", "env": NCCL_TYPE1, "workers": 2},
+     ["spec.mpiReplicaSpecs.Worker.template"]),
+    ("acs_deployment", {"name": "dep", "image": "img", "gpu_model_series": "GU8TF"}, ["spec.template"]),
+])
+def test_workloads_take_their_gpus_and_nics_from_a_dra_claim(kube_validate, kind, options, claiming):
+    """With claim_template the pods claim the ResourceClaimTemplate's GPUs and NICs (resource.k8s.io) in place of the
+    extended resources nvidia.com/gpu and rdma/hca, which cannot say which NIC goes with which GPU."""
+    manifest = k8s.workload_manifest(kind, dict(options, claim_template="gb200-4gpu-8nic"))
+    kube_validate(manifest)     # against 1.34 and 1.37, the versions that serve DRA
+    templates = dict(k8s.pod_templates(manifest))
+    for path, template in sorted(templates.items()):
+        pod = template["spec"]
+        (container,) = pod["containers"]
+        if path not in claiming:    # MPI's launcher claims nothing
+            assert "resourceClaims" not in pod and "claims" not in container["resources"]
+            continue
+        assert pod["resourceClaims"] == [{"name": "gpus-nics", "resourceClaimTemplateName": "gb200-4gpu-8nic"}]
+        assert container["resources"]["claims"] == [{"name": "gpus-nics"}]
+        limits = container["resources"].get("limits", {})
+        assert "nvidia.com/gpu" not in limits and "rdma/hca" not in limits
+        assert container["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+    assert set(claiming) <= set(templates)
+    if kind == "mpijob":   # one rank per GPU of the claim, as before
+        assert manifest["spec"]["slotsPerWorker"] == 8
+    with pytest.raises(k8s.ManifestError, match="claim_template must be a DNS label"):
+        k8s.workload_manifest(kind, dict(options, claim_template="GB200 claim"))
+
+
+def test_a_tfjob_keeps_extended_resources():
+    with pytest.raises(k8s.ManifestError, match="workload tfjob does not take claim_template"):
+        k8s.workload_manifest("tfjob", {"name": "tf", "image": "i", "command": [], "env": {}, "claim_template": "x"})
