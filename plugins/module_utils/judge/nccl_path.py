@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug import MAX_EVIDENCE, NcclDebugError, ib_hca_allows, net_family
 
-_EXPECTED_KEYS = ("rdma", "ib_hca", "gdr", "p2p")
+_EXPECTED_KEYS = ("rdma", "ib_hca", "gdr", "p2p", "rails", "channels")
 # What turns NCCL's peer-to-peer off from the environment (NCCL_P2P_LEVEL LOC or 0: only a GPU with itself).
 _P2P_OFF_LEVELS = ("LOC", "0")
 
@@ -34,6 +34,14 @@ def _check_expected(expected):
             raise NcclDebugError("expected %s must be true, false or null, got %r" % (key, expected[key]))
     if expected.get("ib_hca") is not None and not isinstance(expected["ib_hca"], str):
         raise NcclDebugError("expected ib_hca must be the NCCL_IB_HCA string or null, got %r" % (expected["ib_hca"],))
+    rails = expected.get("rails")
+    if rails is not None and (not isinstance(rails, (list, tuple)) or not all(isinstance(n, str) and n for n in rails)):
+        raise NcclDebugError("expected rails must be the names of the NICs on the pod's GPUs' rails (mlx5_0, ...), got %r"
+                             % (rails,))
+    channels = expected.get("channels")
+    if channels is not None and (isinstance(channels, bool) or not isinstance(channels, int) or channels < 1):
+        raise NcclDebugError("expected channels must be the coll channels an aligned run opens (1 or more), got %r"
+                             % (channels,))
     return expected
 
 
@@ -56,7 +64,9 @@ def judge_nccl_debug(parsed, expected=None):
     ``expected``: ``rdma`` (bool: inter-node traffic must go over RDMA), ``ib_hca`` (the NCCL_IB_HCA the
     profile sets, '^'/'=' prefixes and 'dev:port' entries as NCCL reads them), ``gdr`` (bool: peermem or
     DMA-BUF is set up, so GPUDirect RDMA is expected), ``p2p`` (bool: the node's GPUs are joined by NVLink, so the
-    ranks of one node must talk peer-to-peer). Returns ``{'passed', 'reasons'}``; each reason
+    ranks of one node must talk peer-to-peer), ``rails`` (the NICs on the rails of the pod's GPUs, as its DRA claim
+    aligned them: a misplaced pod then fails) and ``channels`` (the coll channels an aligned pod opens; fewer is a
+    misplaced pod's sign). Returns ``{'passed', 'reasons'}``; each reason
     has ``check``, ``ok`` (True, False, or None for a note that fails nothing), a one-line ``reason``
     and the NCCL lines read as ``evidence``.
     """
@@ -115,8 +125,15 @@ def judge_nccl_debug(parsed, expected=None):
     if (nodes != 1 and not one_host) or net is None:
         _judge_hca(parsed, expected, reasons)
         _judge_gdr(parsed, expected, reasons)
+    if _between_nodes(parsed) and net not in (None, "Socket"):
+        _judge_placement(parsed, expected, reasons)
     _judge_intra_node(parsed, expected, reasons)
     return {"passed": not any(r["ok"] is False for r in reasons), "reasons": reasons}
+
+
+def _between_nodes(parsed):
+    """The log's NET connections join nodes (not the GPUs of one node, nor of one process)."""
+    return parsed.get("nodes") != 1 and not _one_host(parsed)
 
 
 def _one_host(parsed):
@@ -298,6 +315,70 @@ def _judge_gdr(parsed, expected, reasons):
         _reason(reasons, "gdr", True, "no GPUDirect RDMA, as the profile expects", disabled[:2])
 
 
+def _used_nics(parsed):
+    """The NICs the NET connections went through: NCCL's device list, else each connection's device index named by
+    the GPU Direct RDMA lines ('enabled for HCA 1 'roceP2p1s0f1')."""
+    used = [name.split(":")[0] for name in parsed.get("net_devices") or []]
+    if used:
+        return used
+    named = dict((e.get("hca_index"), e.get("hca")) for e in parsed.get("gdr_hcas") or [] if e.get("hca"))
+    for connection in parsed.get("connections") or []:
+        name = named.get(connection.get("net_index"))
+        if connection.get("kind") == "NET" and name and name not in used:
+            used.append(name)
+    return used
+
+
+def placement(parsed, expected=None):
+    """Where a pod's GPUs and NICs landed, as its NCCL log shows it: ``aligned`` (every NET connection uses GPUDirect
+    RDMA, over the NICs of the pod's rails where ``rails`` names them, with no fewer coll channels than ``channels``),
+    ``misaligned`` (GPUDirect RDMA set up or offered but turned down - NCCL's distance check refuses it for a NIC off
+    the GPU's rail -, a NIC outside the rails, or fewer channels: dranet's GB300 example measured 8 channels and about
+    56 GB/s NUMA-local against 2 channels and about 25 GB/s cross-NUMA), or None when the log cannot tell (no RDMA
+    connection, or GPUDirect RDMA not set up at all). -> {placement, reason, evidence}."""
+    expected = expected or {}
+    net = [c for c in parsed.get("connections") or [] if c.get("kind") == "NET" and c.get("net") not in (None, "Socket")]
+    if not net:
+        return {"placement": None, "reason": "no RDMA connection between nodes in this log: the placement of GPUs and "
+                "NICs cannot be told from it", "evidence": []}
+    used = _used_nics(parsed)
+    rails = set(name.split(":")[0] for name in expected.get("rails") or [])
+    outside = [name for name in used if rails and name not in rails]
+    coll = (parsed.get("channels") or {}).get("coll") or parsed.get("ring_channels")
+    fewer = bool(expected.get("channels") and coll and coll < expected["channels"])
+    plain = [c for c in net if not c.get("gdr")]
+    offered = _offered(parsed)
+    signs = []
+    if plain and (offered or expected.get("gdr")):
+        signs.append("%d of %d NET connections without GPUDirect RDMA although it is %s: NCCL's own distance check "
+                     "turned it down, as for a NIC that is not on the GPU's rail" % (
+                         len(plain), len(net), "offered for the HCAs" if offered else "set up (peermem or DMA-BUF)"))
+    if outside:
+        signs.append("NCCL used %s, outside the rails of the pod's GPUs (%s)" % (", ".join(outside),
+                                                                               ", ".join(sorted(rails))))
+    if fewer:
+        signs.append("%d coll channels where an aligned pod opens %d" % (coll, expected["channels"]))
+    channels = (", %d coll channels" % coll) if coll and not fewer else ""
+    if signs:
+        return {"placement": "misaligned", "reason": "GPUs and NICs misaligned: %s%s" % ("; ".join(signs), channels),
+                "evidence": [c["line"] for c in plain[:1]] + offered[:1]}
+    if plain:
+        return {"placement": None, "reason": "GPUDirect RDMA is not set up (no peermem, no DMA-BUF offered): the log "
+                "cannot tell an aligned pod from a misaligned one", "evidence": [plain[0]["line"]]}
+    return {"placement": "aligned", "reason": "GPUs and NICs aligned: every NET connection uses GPUDirect RDMA over %s%s%s"
+            % (", ".join(used) or "its NICs", " (the NICs of the pod's rails)" if rails else "", channels),
+            "evidence": [net[0]["line"]]}
+
+
+def _judge_placement(parsed, expected, reasons):
+    """The placement as a reason: a verdict where the pod's claim named its rails (or the channels an aligned pod
+    opens), a note otherwise."""
+    found = placement(parsed, expected)
+    promised = bool(expected.get("rails") or expected.get("channels"))
+    ok = None if found["placement"] is None or not promised else found["placement"] == "aligned"
+    _reason(reasons, "placement", ok, found["reason"], found["evidence"])
+
+
 # ---------------------------------------------------------------------------------------------
 # What a run's environment promises, and the verdict kept in a validation report
 # ---------------------------------------------------------------------------------------------
@@ -352,6 +433,8 @@ def describe_expected(expected):
         parts.append("GPUDirect RDMA %s" % ("on" if expected["gdr"] else "off"))
     if expected.get("p2p"):
         parts.append("peer-to-peer between a node's GPUs (NVLink)")
+    if expected.get("rails"):
+        parts.append("each GPU with the NICs of its rail (%s)" % ", ".join(expected["rails"]))
     return ", ".join(parts)
 
 
@@ -367,6 +450,7 @@ def report_entry(parsed, expected):
         "protocols": list(parsed.get("protocols") or []), "nodes": parsed.get("nodes"), "ranks": parsed.get("ranks"),
         "ib_hca": parsed.get("ib_hca"), "warnings": list(parsed.get("warnings") or [])[:5],
         "expected": dict(expected), "expected_text": describe_expected(expected),
+        "placement": placement(parsed, expected)["placement"] if _between_nodes(parsed) else None,
         "passed": verdict["passed"], "reasons": verdict["reasons"],
     }
 
@@ -383,4 +467,6 @@ def used_text(entry):
         parts.append({True: "GPUDirect RDMA on", False: "GPUDirect RDMA off", None: "GPUDirect RDMA not shown"}[entry.get("gdr")])
     if entry.get("channels"):
         parts.append("%d coll channels" % entry["channels"]["coll"])
+    if entry.get("placement"):
+        parts.append("GPUs and NICs %s" % entry["placement"])
     return ", ".join(parts)
