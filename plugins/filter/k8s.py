@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that render Kubernetes manifests for RDMA (thin wrappers over module_utils.k8s)."""
+"""Filters that render Kubernetes manifests for RDMA (thin wrappers over module_utils plan/k8s.py and plan/k8s_dra.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s
-from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s, k8s_dra
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters, plain
 
 
 def _options(name, options):
@@ -30,7 +30,18 @@ def rdma_node_labels(record, erdma_label=True):
     return k8s.node_labels(record, bool(erdma_label))
 
 
+def rdma_resource_api(api, kubernetes_version=""):
+    expect("rdma_resource_api", api, (str,), "the resource API (device_plugin or dra)")
+    return k8s_dra.resource_api(api, kubernetes_version)
+
+
+def rdma_dra_claims(records, options=None):
+    expect("rdma_dra_claims", records, (Mapping,), "the discovery records by node (a mapping)")
+    return k8s_dra.dra_claims(plain(records), plain(_options("rdma_dra_claims", options)))
+
+
 class FilterModule(object):
     def filters(self):
         return filters({"rdma_device_plugin_manifests": rdma_device_plugin_manifests,
-                        "rdma_workload_manifest": rdma_workload_manifest, "rdma_node_labels": rdma_node_labels})
+                        "rdma_workload_manifest": rdma_workload_manifest, "rdma_node_labels": rdma_node_labels,
+                        "rdma_resource_api": rdma_resource_api, "rdma_dra_claims": rdma_dra_claims})

@@ -226,6 +226,17 @@ def pod_claims(claim_template):
     return {POD_CLAIM: dns_label(claim_template, "claim_template")}
 
 
+def _host_network(host_network, claims):
+    """The pod's host networking: on by default with extended resources; off with a DRA claim, which dranet refuses
+    to give a host-network pod (its NICs move into the pod's network namespace; pkg/driver/nri_hooks.go)."""
+    if host_network is None:
+        return not claims
+    if claims and host_network:
+        raise ManifestError("host_network true with claim_template: dranet refuses to give RDMA NICs to a pod on the "
+                            "host network (it moves them into the pod's own namespace); leave host_network unset")
+    return bool(host_network)
+
+
 def _pod_spec(containers, host_network, restart_policy=None, claims=None):
     spec = {"containers": containers}
     if host_network:
@@ -269,14 +280,15 @@ def _replica(replicas, container, host_network, restart_policy="OnFailure", clai
             "template": {"spec": _pod_spec([container], host_network, claims=claims)}}
 
 
-def pytorchjob(name, image, command, env, workers=2, gpus_per_worker=8, rdma_resource="rdma/hca", host_network=True,
+def pytorchjob(name, image, command, env, workers=2, gpus_per_worker=8, rdma_resource="rdma/hca", host_network=None,
                namespace=None, claim_template=None):
-    """Kubeflow PyTorchJob: one Master and workers-1 Workers, each with its GPUs and one RDMA resource, or with the
-    GPUs and NICs of ``claim_template`` (a ResourceClaimTemplate)."""
+    """Kubeflow PyTorchJob: one Master and workers-1 Workers, each with its GPUs and one RDMA resource on the host
+    network, or with the GPUs and NICs of ``claim_template`` (a ResourceClaimTemplate) in the pod's own network."""
     dns_label(name, "name")
     nodes = count(workers, "workers", 1)
     gpus = count(gpus_per_worker, "gpus_per_worker", 0)
     claims = pod_claims(claim_template)
+    host_network = _host_network(host_network, claims)
     container = _container("pytorch", image, command, env, gpus, rdma_resource, claims=claims)
     specs = {"Master": _replica(1, container, host_network, claims=claims)}
     if nodes > 1:
@@ -288,10 +300,11 @@ def pytorchjob(name, image, command, env, workers=2, gpus_per_worker=8, rdma_res
     return manifest
 
 
-def mpijob(name, image, env, workers=2, gpus_per_worker=8, rdma_resource="rdma/hca", host_network=True,
+def mpijob(name, image, env, workers=2, gpus_per_worker=8, rdma_resource="rdma/hca", host_network=None,
            binary="/opt/nccl-tests/build/all_reduce_perf", args="-b 8 -e 4G -f 2", namespace=None, claim_template=None):
-    """Kubeflow MPIJob (v2beta1) running nccl-tests: one launcher, a rank per GPU on each worker; the workers' GPUs
-    and NICs from ``claim_template`` (a ResourceClaimTemplate of gpus_per_worker GPUs) where given."""
+    """Kubeflow MPIJob (v2beta1) running nccl-tests: one launcher, a rank per GPU on each worker (on the host network);
+    the workers' GPUs and NICs from ``claim_template`` (a ResourceClaimTemplate of gpus_per_worker GPUs, the pods in
+    their own network) where given."""
     dns_label(name, "name")
     nodes = count(workers, "workers", 1)
     gpus = count(gpus_per_worker, "gpus_per_worker", 1)
@@ -302,6 +315,7 @@ def mpijob(name, image, env, workers=2, gpus_per_worker=8, rdma_resource="rdma/h
                + [binary] + args.split() + ["-g", "1"])
     launcher = _container("launcher", image, command, env, 0, None)
     claims = pod_claims(claim_template)
+    host_network = _host_network(host_network, claims)
     worker = _container("worker", image, None, env, gpus, rdma_resource, claims=claims)
     manifest = {
         "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name},

@@ -135,11 +135,10 @@ def device_classes(names=None):
     names = class_names(names)
     rdma = ['device.driver == "%s"' % NIC_DRIVER, _is(NIC_RDMA, True), "!(%s)" % _is(NIC_VIRTUAL, True)]
     return [
-        _class(names["gpu"], ['device.driver == "%s" && %s' % (GPU_DRIVER, _is(GPU_TYPE, "gpu"))],
+        _class(names["gpu"], ['device.driver == "%s"' % GPU_DRIVER, _is(GPU_TYPE, "gpu")],
                "GPUs of NVIDIA's GPU DRA driver (gpu.nvidia.com)"),
-        _class(names["rdma"], [" && ".join(rdma)], "RDMA NICs of dranet (dra.net), virtual devices left out"),
-        _class(names["erdma"], [" && ".join(rdma + [_is(ERDMA, True)])],
-               "Alibaba Cloud eRDMA NICs of dranet (alibaba.dra.net/erdma)"),
+        _class(names["rdma"], rdma, "RDMA NICs of dranet (dra.net), virtual devices left out"),
+        _class(names["erdma"], rdma + [_is(ERDMA, True)], "Alibaba Cloud eRDMA NICs of dranet (alibaba.dra.net/erdma)"),
     ]
 
 
@@ -428,10 +427,10 @@ def claim_template(name, plan, namespace=None):
     devices = {"requests": plan["requests"]}
     if plan["constraints"]:
         devices["constraints"] = plan["constraints"]
-    metadata = {"name": k8s.dns_label(name, "claim name"), "labels": {"app.kubernetes.io/managed-by": "gpufabric.rdma"},
-                "annotations": {"gpufabric.io/alignment": plan["mode"]}}
+    metadata = {"name": k8s.dns_label(name, "claim name")}
     if namespace:
         metadata["namespace"] = k8s.dns_label(namespace, "namespace")
+    metadata.update(labels={"app.kubernetes.io/managed-by": "gpufabric.rdma"}, annotations={"gpufabric.io/alignment": plan["mode"]})
     return {"apiVersion": DRA_API, "kind": "ResourceClaimTemplate", "metadata": metadata, "spec": {"spec": {"devices": devices}}}
 
 

@@ -13,12 +13,12 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma
 HERE = os.path.dirname(__file__)
 
 
-def _run(tmp_path, read_fixture, extra, cwd=None):
+def _run(tmp_path, read_fixture, extra, cwd=None, record=None):
     devices = rdma.parse_ibv_devinfo(read_fixture("ibv_devinfo", "erdma_seed002.txt"))
     inventory = {"all": {"children": {"gpu_nodes": {"hosts": {"ebmgn8v-0": {
         "ansible_connection": "local",
-        "discovery_node": {"rdma_devices": devices, "gpu": {"count": 8},
-                           "nccl": {"env": {"NCCL_SOCKET_IFNAME": "eth1", "NCCL_IB_GID_INDEX": "3"}}},
+        "discovery_node": record or {"rdma_devices": devices, "gpu": {"count": 8},
+                                     "nccl": {"env": {"NCCL_SOCKET_IFNAME": "eth1", "NCCL_IB_GID_INDEX": "3"}}},
         # What the one accessor (_common's node_facts) named: nccl_env wrote this, unlike discovery's recommendation.
         "node_facts_nccl_env": {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_GID_INDEX": "1"}}}}}}}
     (tmp_path / "inventory.json").write_text(json.dumps(inventory))
@@ -100,3 +100,60 @@ def test_a_relative_manifest_directory_is_made_where_the_user_runs(tmp_path, rea
     assert rc == 0, out[-3000:]
     written = sorted(p.name for p in (user / "k8s").iterdir())
     assert written == ["deployment-dep-demo-hpn-gpu.yaml", "labels.json", "rdma-device-plugin-erdma.yaml"]
+
+
+def _grace_record(read_fixture):
+    """A GB200 node's discovery record: a real GB200 nvidia-smi -q -x and topo -m (SYS from every GPU to every NIC),
+    its eight NICs four to a Grace (NUMA nodes and addresses constructed, as in test_k8s_dra.py)."""
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
+
+    facts = gpu.parse_nvidia_smi_xml(read_fixture("nvidia_smi_fabric", "qx_gb200x4_k8stestinfra.xml"))
+    facts.update(present=True, topology=gpu.parse_nvidia_topo(read_fixture("nvidia_smi", "topo_gb200x4_8nic_sys.txt")))
+    nics = [{"name": "mlx5_%d" % i, "driver": "mlx5_core", "transport": "RoCE", "numa_node": i // 4,
+             "pci_address": "00%02x:03:00.0" % i, "ports": [{"port": 1, "state": "ACTIVE", "link_layer": "Ethernet"}]}
+            for i in range(8)]
+    return {"rdma_devices": nics, "gpu": facts, "nccl": {"env": {"NCCL_IB_HCA": "mlx5"}}}
+
+
+def test_dra_renders_the_claims_from_discovery_and_the_workloads_claim_them(tmp_path, read_fixture, kube_validate):
+    """k8s_resource_api=dra on a 1.34 cluster: the DeviceClasses and the claim of 4 GPUs and 8 NICs, each GPU pinned
+    with the NICs of its Grace (rdma-dra.yaml, the reasons in rdma-dra-claims.md), no device plugin, and the MPIJob's
+    and PyTorchJob's pods claiming it; the whole run is one ansible-playbook."""
+    workloads = [w for w in WORKLOADS if w["kind"] in ("mpijob", "pytorchjob", "acs_deployment")]
+    rc, out = _run(tmp_path, read_fixture, {
+        "k8s_resource_api": "dra", "k8s_version": "v1.34.1", "k8s_workloads_list": workloads,
+        "device_plugin_dra_claims": [{"name": "gpus-nics", "nics": 8}]}, record=_grace_record(read_fixture))
+    assert rc == 0, out[-3000:]
+    written = sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".yaml", ".md"))
+    assert written == ["deployment-dep-demo-hpn-gpu.yaml", "mpijob-nccl-allreduce.yaml", "pytorchjob-ddp-resnet50.yaml",
+                       "rdma-dra-claims.md", "rdma-dra.yaml"]
+    with open(tmp_path / "rdma-dra.yaml") as handle:
+        dra = [d for d in yaml.safe_load_all(handle) if d]
+    assert [(d["kind"], d["metadata"]["name"]) for d in dra] == [
+        ("DeviceClass", "gpu.gpufabric.io"), ("DeviceClass", "rdma.gpufabric.io"), ("DeviceClass", "erdma.gpufabric.io"),
+        ("ResourceClaimTemplate", "gpus-nics")]
+    requests = dict((r["name"], r["exactly"]) for r in dra[3]["spec"]["spec"]["devices"]["requests"])
+    assert requests["nic-2"]["selectors"][0]["cel"]["expression"].endswith("numaNode == 1")
+    report_text = (tmp_path / "rdma-dra-claims.md").read_text()
+    assert "## gpus-nics: aligned per rail: GPUs pinned by bus ID, NICs by CEL" in report_text
+    assert "| gpu-0 + nic-0 | GPU0 (0000:29:00.0) | mlx5_0, mlx5_1, mlx5_2, mlx5_3 |" in report_text
+    assert "so it shares no pcieRoot with them" in out      # the reasons printed in the run too
+    for name in written:
+        if name.endswith(".yaml"):
+            with open(tmp_path / name) as handle:
+                for doc in yaml.safe_load_all(handle):
+                    if doc:
+                        kube_validate(doc)
+    with open(tmp_path / "mpijob-nccl-allreduce.yaml") as handle:
+        worker = yaml.safe_load(handle)["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["resourceClaims"] == [{"name": "gpus-nics", "resourceClaimTemplateName": "gpus-nics"}]
+    assert worker["containers"][0]["resources"] == {"claims": [{"name": "gpus-nics"}]}
+    assert "hostNetwork" not in worker      # dranet gives no NIC to a host-network pod
+
+
+def test_dra_on_a_cluster_older_than_1_34_is_refused_before_anything_is_written(tmp_path, read_fixture):
+    rc, out = _run(tmp_path, read_fixture, {"k8s_resource_api": "dra", "k8s_version": "1.33.4",
+                                            "k8s_workloads_list": WORKLOADS[:1]})
+    assert rc != 0
+    assert "k8s_resource_api dra needs Kubernetes 1.34 or later" in out and "the cluster is 1.33.4" in out
+    assert [p.name for p in tmp_path.iterdir() if p.suffix in (".yaml", ".md")] == []

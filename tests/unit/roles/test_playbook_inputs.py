@@ -54,7 +54,14 @@ def _run(tmp_path, playbook, *extra, host_vars=None, env=None):
     ("gpufabric.rdma.discover", ["--check", "-e", '{"gpufabric_known_good": {"*": {"floors": {"drvier": "535.104"}}}}'], None,
      ["gpufabric_known_good[*].floors: unknown key 'drvier' (known: driver, cuda, kernel, vbios, nic_fw, ofed) - nothing "
       "has run yet"]),
-], ids=["type", "playbook-choice", "known-good", "rule-one-host", "burnin", "configure", "discover"])
+    # issue 56: DRA on a cluster that does not serve resource.k8s.io/v1 fails before discovery writes a record
+    ("gpufabric.rdma.kubernetes", ["-e", "k8s_resource_api=dra", "-e", "k8s_version=1.33.2"], None,
+     ["k8s_resource_api dra needs Kubernetes 1.34 or later (resource.k8s.io/v1 is served from 1.34); the cluster is "
+      "1.33.2: keep k8s_resource_api=device_plugin there, or upgrade the cluster first"]),
+    ("gpufabric.rdma.kubernetes", ["-e", "k8s_resource_api=cdi"], None,
+     ['k8s_resource_api is "cdi", expected one of "device_plugin", "dra" (an input of this playbook)']),
+], ids=["type", "playbook-choice", "known-good", "rule-one-host", "burnin", "configure", "discover", "kubernetes-dra-1.33",
+        "kubernetes-api"])
 def test_a_bad_input_fails_before_any_host_is_touched(tmp_path, playbook, extra, host_vars, messages):
     rc, out = _run(tmp_path, playbook, *extra, host_vars=host_vars)
     assert rc != 0, out[-2000:]

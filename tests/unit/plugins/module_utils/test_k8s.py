@@ -208,11 +208,16 @@ def test_workloads_take_their_gpus_and_nics_from_a_dra_claim(kube_validate, kind
         limits = container["resources"].get("limits", {})
         assert "nvidia.com/gpu" not in limits and "rdma/hca" not in limits
         assert container["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+        # dranet gives no NIC to a pod on the host network (pkg/driver/nri_hooks.go): the pods keep their own
+        assert "hostNetwork" not in pod
     assert set(claiming) <= set(templates)
     if kind == "mpijob":   # one rank per GPU of the claim, as before
         assert manifest["spec"]["slotsPerWorker"] == 8
     with pytest.raises(k8s.ManifestError, match="claim_template must be a DNS label"):
         k8s.workload_manifest(kind, dict(options, claim_template="GB200 claim"))
+    if kind != "acs_deployment":
+        with pytest.raises(k8s.ManifestError, match="host_network true with claim_template: dranet refuses"):
+            k8s.workload_manifest(kind, dict(options, claim_template="x", host_network=True))
 
 
 def test_a_tfjob_keeps_extended_resources():

@@ -145,7 +145,11 @@ def test_an_erdma_node_shares_its_one_nic_through_the_erdma_class(erdma_node):
     assert entry["choices"][0]["reason"] == ("erdma_0 is the node's one RDMA NIC (eRDMA, class erdma.gpufabric.io): "
                                              "every GPU's traffic goes through it, nothing to align")
     erdma_class = next(m for m in result["manifests"] if m["metadata"]["name"] == "erdma.gpufabric.io")
-    assert 'device.attributes["alibaba.dra.net"].erdma == true' in erdma_class["spec"]["selectors"][0]["cel"]["expression"]
+    assert [s["cel"]["expression"] for s in erdma_class["spec"]["selectors"]] == [
+        'device.driver == "dra.net"',
+        'has(device.attributes["dra.net"].rdma) && device.attributes["dra.net"].rdma == true',
+        '!(has(device.attributes["dra.net"].virtual) && device.attributes["dra.net"].virtual == true)',
+        'has(device.attributes["alibaba.dra.net"].erdma) && device.attributes["alibaba.dra.net"].erdma == true']
     _validate_all(result)
 
 
@@ -212,11 +216,11 @@ def _numa_by_domain(gpu_dev):   # 0008/0009 -> NUMA 0, 0018/0019 -> NUMA 1 (the 
 
 
 SLICES = {
-    "azure-gb300": (("gpu_slices_azure_gb300_dranet.yaml", "dranet_slice_azure_gb300.yaml"), _gb300_links,
+    "azure-gb300": (("gpu_slices_azure_gb300_dranet.txt", "dranet_slice_azure_gb300.txt"), _gb300_links,
                     lambda d: int(d["name"][-1]) // 2, "pinned"),
-    "oci-gb200": (("gpu_slice_oci_gb200_dranet.yaml", "dranet_slice_oci_gb200.yaml"), lambda *a: "SYS",
+    "oci-gb200": (("gpu_slice_oci_gb200_dranet.txt", "dranet_slice_oci_gb200.txt"), lambda *a: "SYS",
                   _numa_by_domain, "pinned"),
-    "eks-p4d": (("gpu_slices_eks_p4d_dranet.yaml", "dranet_slices_eks_p4d_efa.yaml"), _pcie_or_sys,
+    "eks-p4d": (("gpu_slices_eks_p4d_dranet.txt", "dranet_slices_eks_p4d_efa.txt"), _pcie_or_sys,
                 lambda d: 0 if int(d["name"][-1]) < 4 else 1, "pcie_root"),
 }
 
@@ -263,10 +267,10 @@ def test_the_allocator_reads_dranets_own_gb300_claims_as_dranet_reports(read_fix
     """The stand-in allocator is no yes-man: dranet's published GB300 claims land where dranet's live ResourceClaim
     says (1nic-unaligned: gpu-0 with pci-0103-00-00-0, mlx5_2 on NUMA 1), and an unguarded attribute a device lacks
     aborts, as the scheduler does."""
-    devices = _slices(read_fixture, "gpu_slices_azure_gb300_dranet.yaml", "dranet_slice_azure_gb300.yaml")
+    devices = _slices(read_fixture, "gpu_slices_azure_gb300_dranet.txt", "dranet_slice_azure_gb300.txt")
     classes = {"gpu.nvidia.com": k8s_dra.device_classes({"gpu": "gpu.nvidia.com"})[0],
                "dranet.net": {"spec": {"selectors": [{"cel": {"expression": 'device.driver == "dra.net"'}}]}}}
-    templates = dict((t["metadata"]["name"], t) for t in yaml.safe_load_all(read_fixture("dra", "dranet_claim_templates_azure_gb300.yaml")))
+    templates = dict((t["metadata"]["name"], t) for t in yaml.safe_load_all(read_fixture("dra", "dranet_claim_templates_azure_gb300.txt")))
     assert dra_allocator.allocate(templates["1nic-unaligned"], classes, devices) == {
         "aks-gpu-45139532-vmss000081": {"gpu": ["gpu-0"], "nic": ["pci-0103-00-00-0"]}}
     assert dra_allocator.allocate(templates["2nic-aligned"], classes, devices)[
@@ -283,9 +287,9 @@ _REFERENCE = re.compile(r'device\.attributes\["([^"]+)"\]\.([A-Za-z]+)')
 def test_every_attribute_the_claims_read_is_one_the_real_drivers_publish(read_fixture, pcie_switch_node, grace_node,
                                                                         erdma_node):
     published = {}
-    for name in ("gpu_slices_azure_gb300_dranet.yaml", "gpu_slice_oci_gb200_dranet.yaml", "gpu_slices_eks_p4d_dranet.yaml",
-                 "gpu_slices_vks_a100_cncf.yaml", "dranet_slice_azure_gb300.yaml", "dranet_slice_oci_gb200.yaml",
-                 "dranet_slices_eks_p4d_efa.yaml", "dranet_slice_azure_mi300x.yaml"):
+    for name in ("gpu_slices_azure_gb300_dranet.txt", "gpu_slice_oci_gb200_dranet.txt", "gpu_slices_eks_p4d_dranet.txt",
+                 "gpu_slices_vks_a100_cncf.txt", "dranet_slice_azure_gb300.txt", "dranet_slice_oci_gb200.txt",
+                 "dranet_slices_eks_p4d_efa.txt", "dranet_slice_azure_mi300x.txt"):
         for device in dra_allocator.load(read_fixture("dra", name)):
             for domain, values in device["attributes"].items():
                 published.setdefault(device["driver"], set()).update((domain, key) for key in values)
