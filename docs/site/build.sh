@@ -19,6 +19,6 @@ antsibull-docs --config-file docs/site/antsibull-docs.cfg collection --use-curre
 cp docs/site/index.rst docs/site/ansible-labels.rst "$out/rst/"
 # The Markdown pages keep their places relative to each other, so their links work on GitHub and here.
 cp docs/guides/*.md "$out/rst/guides/"
-for page in awx troubleshooting versioning architecture expected-figures; do cp "docs/$page.md" "$out/rst/"; done
+for page in awx troubleshooting versioning architecture expected-figures kubernetes-dra; do cp "docs/$page.md" "$out/rst/"; done
 sphinx-build -q -W --keep-going -b html -c docs/site "$out/rst" "$out/html"
 echo "docs site: $out/html/index.html"
