@@ -33,7 +33,7 @@ def load(text):
             for device in spec.get("devices") or []:
                 attributes = {}
                 for key, value in (device.get("attributes") or {}).items():
-                    domain, _, name = key.rpartition("/")
+                    domain, name = key.rpartition("/")[::2]
                     attributes.setdefault(domain or spec["driver"], {})[name] = next(iter(value.values()))
                 devices.append({"name": device["name"], "driver": spec["driver"], "node": spec.get("nodeName"),
                                 "attributes": attributes})
@@ -72,7 +72,7 @@ def _selected(selectors, device):
 
 
 def _value(device, qualified):
-    domain, _, name = qualified.rpartition("/")
+    domain, name = qualified.rpartition("/")[::2]
     return device["attributes"].get(domain, {}).get(name)
 
 

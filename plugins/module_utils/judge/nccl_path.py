@@ -354,8 +354,8 @@ def placement(parsed, expected=None):
                      "turned it down, as for a NIC that is not on the GPU's rail" % (
                          len(plain), len(net), "offered for the HCAs" if offered else "set up (peermem or DMA-BUF)"))
     if outside:
-        signs.append("NCCL used %s, outside the rails of the pod's GPUs (%s)" % (", ".join(outside),
-                                                                               ", ".join(sorted(rails))))
+        signs.append("NCCL used %s, outside the rails of the pod's GPUs (%s)" % (
+            ", ".join(outside), ", ".join(sorted(rails))))
     if fewer:
         signs.append("%d coll channels where an aligned pod opens %d" % (coll, expected["channels"]))
     channels = (", %d coll channels" % coll) if coll and not fewer else ""

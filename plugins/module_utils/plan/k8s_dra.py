@@ -330,8 +330,8 @@ def _pinned_reason(chunk, where):
         "no NIC column in nvidia-smi topo -m"
     if rail["basis"] == "pcie_root":
         return ("%s shares a PCIe root with %s (%s), but too few GPUs do for unpinned pairs: the GPU is pinned by "
-                "resource.kubernetes.io/pciBusID and its NIC chosen by %s" % (_gpu_text(chunk), ", ".join(rail["nics"]),
-                                                                             link, where))
+                "resource.kubernetes.io/pciBusID and its NIC chosen by %s" % (
+                    _gpu_text(chunk), ", ".join(rail["nics"]), link, where))
     rail_words = "the NICs on its NUMA node" if rail["basis"] == "numa" else "the NICs nearest it"
     return ("%s reaches the RDMA NICs only through the CPU or C2C (%s), so it shares no pcieRoot with them: the GPU is "
             "pinned by resource.kubernetes.io/pciBusID and its rail is %s, chosen by %s" % (

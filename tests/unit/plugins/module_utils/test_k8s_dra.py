@@ -252,7 +252,7 @@ def test_every_claim_allocates_on_the_real_drivers_slices(read_fixture, platform
 def test_the_obvious_rule_fails_on_grace_slices(read_fixture, platform, allocates):
     """matchAttribute on pcieRoot, as if every GPU shared a switch with a NIC: on Grace the GPUs' and NICs' roots never
     overlap (OCI GB200) or the NICs publish none (Azure GB300's IB VFs), so the claim is never allocated there."""
-    names, _, _, _ = SLICES[platform]
+    names = SLICES[platform][0]
     devices = _slices(read_fixture, *names)
     gpus = [d for d in devices if d["driver"] == "gpu.nvidia.com"]
     nics = [d for d in devices if d["driver"] == "dra.net" and d["attributes"]["dra.net"].get("rdma")]
@@ -284,8 +284,8 @@ def test_the_allocator_reads_dranets_own_gb300_claims_as_dranet_reports(read_fix
 _REFERENCE = re.compile(r'device\.attributes\["([^"]+)"\]\.([A-Za-z]+)')
 
 
-def test_every_attribute_the_claims_read_is_one_the_real_drivers_publish(read_fixture, pcie_switch_node, grace_node,
-                                                                        erdma_node):
+def test_every_attribute_the_claims_read_is_one_the_real_drivers_publish(
+        read_fixture, pcie_switch_node, grace_node, erdma_node):
     published = {}
     for name in ("gpu_slices_azure_gb300_dranet.txt", "gpu_slice_oci_gb200_dranet.txt", "gpu_slices_eks_p4d_dranet.txt",
                  "gpu_slices_vks_a100_cncf.txt", "dranet_slice_azure_gb300.txt", "dranet_slice_oci_gb200.txt",
@@ -295,7 +295,7 @@ def test_every_attribute_the_claims_read_is_one_the_real_drivers_publish(read_fi
                 published.setdefault(device["driver"], set()).update((domain, key) for key in values)
     # dranet on Alibaba Cloud: its documentation's attribute list of one eRDMA device
     for line in read_fixture("dra", "dranet_erdma_attributes_alibaba_doc.txt").splitlines():
-        domain, _, key = line.split(":")[0].rpartition("/")
+        domain, key = line.split(":")[0].rpartition("/")[::2]
         published["dra.net"].add((domain, key))
     result = k8s_dra.dra_claims({"a": pcie_switch_node}, {"claims": [{"name": "a", "nodes": ["a"]}]})
     manifests = result["manifests"]
@@ -307,7 +307,7 @@ def test_every_attribute_the_claims_read_is_one_the_real_drivers_publish(read_fi
         read.update(("class" if manifest["kind"] == "DeviceClass" else "claim", m) for m in _REFERENCE.findall(text))
         read.update(("match", tuple(c["matchAttribute"].rsplit("/", 1))) for c in
                     manifest.get("spec", {}).get("spec", {}).get("devices", {}).get("constraints", []))
-    attributes = set(pair for _, pair in read)
+    attributes = set(pair for where, pair in read)
     assert attributes == {("gpu.nvidia.com", "type"), ("resource.kubernetes.io", "pciBusID"),
                           ("resource.kubernetes.io", "pcieRoot"), ("dra.net", "rdma"), ("dra.net", "virtual"),
                           ("dra.net", "numaNode"), ("alibaba.dra.net", "erdma")}

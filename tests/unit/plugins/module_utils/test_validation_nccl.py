@@ -42,8 +42,8 @@ def test_roce_with_gdr_over_the_profile_hcas_passes(read_fixture):
     used = run["nccl"]
     assert (used["nccl_version"], used["net"], used["gdr"], used["link_types"]) == ("2.27.5", "IB", True, ["RoCE"])
     assert used["net_devices"][0] == "mlx5_0:1" and len(used["net_devices"]) == 8
-    assert [(r["check"], r["ok"]) for r in used["reasons"]] == [("transport", True), ("ib_hca", True), ("gdr", True),
-                                                                 ("placement", None)]
+    assert [(r["check"], r["ok"]) for r in used["reasons"]] == [
+        ("transport", True), ("ib_hca", True), ("gdr", True), ("placement", None)]
     assert nccl_path.used_text(used).startswith("NCCL 2.27.5, NET/IB (RoCE) over mlx5_0:1, mlx5_1:1,")
     # the validation report says where the pods' GPUs and NICs landed: GPUDirect RDMA over every NET connection
     assert nccl_path.used_text(used).endswith("GPUDirect RDMA on, 16 coll channels, GPUs and NICs aligned")
