@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug import MAX_EVIDENCE, NcclDebugError, ib_hca_allows, net_family
 
-_EXPECTED_KEYS = ("rdma", "ib_hca", "gdr", "p2p", "rails", "channels")
+_EXPECTED_KEYS = ("rdma", "ib_hca", "gdr", "p2p", "rails", "channels", "mnnvl")
 # What turns NCCL's peer-to-peer off from the environment (NCCL_P2P_LEVEL LOC or 0: only a GPU with itself).
 _P2P_OFF_LEVELS = ("LOC", "0")
 
@@ -65,8 +65,9 @@ def judge_nccl_debug(parsed, expected=None):
     profile sets, '^'/'=' prefixes and 'dev:port' entries as NCCL reads them), ``gdr`` (bool: peermem or
     DMA-BUF is set up, so GPUDirect RDMA is expected), ``p2p`` (bool: the node's GPUs are joined by NVLink, so the
     ranks of one node must talk peer-to-peer), ``rails`` (the NICs on the rails of the pod's GPUs, as its DRA claim
-    aligned them: a misplaced pod then fails) and ``channels`` (the coll channels an aligned pod opens; fewer is a
-    misplaced pod's sign). Returns ``{'passed', 'reasons'}``; each reason
+    aligned them: a misplaced pod then fails), ``channels`` (the coll channels an aligned pod opens; fewer is a
+    misplaced pod's sign) and ``mnnvl`` (bool: NCCL_MNNVL_ENABLE=1 asks for multi-node NVLink, so a communicator
+    over several nodes must say MNNVL 1). Returns ``{'passed', 'reasons'}``; each reason
     has ``check``, ``ok`` (True, False, or None for a note that fails nothing), a one-line ``reason``
     and the NCCL lines read as ``evidence``.
     """
@@ -128,12 +129,32 @@ def judge_nccl_debug(parsed, expected=None):
     if _between_nodes(parsed) and net not in (None, "Socket"):
         _judge_placement(parsed, expected, reasons)
     _judge_intra_node(parsed, expected, reasons)
+    _judge_mnnvl(parsed, expected, reasons)
     return {"passed": not any(r["ok"] is False for r in reasons), "reasons": reasons}
 
 
 def _between_nodes(parsed):
     """The log's NET connections join nodes (not the GPUs of one node, nor of one process)."""
     return parsed.get("nodes") != 1 and not _one_host(parsed)
+
+
+def _judge_mnnvl(parsed, expected, reasons):
+    """Multi-node NVLink where the run's environment asks for it (NCCL_MNNVL_ENABLE=1) across nodes: NCCL's
+    communicator line says MNNVL 1 (src/init.cc, 2.20 and later), else it went over the network at a fraction of
+    the fabric's bandwidth. One node, or nothing asked: not judged."""
+    if expected.get("mnnvl") is not True or parsed.get("nodes") == 1:
+        return
+    used = parsed.get("mnnvl")
+    evidence = _ev(parsed, "mnnvl")
+    if used is True:
+        _reason(reasons, "mnnvl", True, "multi-node NVLink in use (MNNVL 1), as NCCL_MNNVL_ENABLE=1 asks", evidence)
+    elif used is False:
+        _reason(reasons, "mnnvl", False, "NCCL_MNNVL_ENABLE=1 but NCCL ran without multi-node NVLink (MNNVL 0 on the "
+                "communicator's line): a node outside the others' NVLink domain, its fabric not registered, "
+                "NCCL_CUMEM_ENABLE=0, or IMEX not serving the channel", evidence)
+    else:
+        _reason(reasons, "mnnvl", None, "NCCL_MNNVL_ENABLE=1, but the log does not say whether NCCL used multi-node "
+                "NVLink (NCCL before 2.20, or its MNNVL lines cut off)", evidence)
 
 
 def _one_host(parsed):
@@ -396,7 +417,8 @@ def expected_from_env(env=None, profile=None, gdr_ready=None):
     HCAs (NCCL_IB_HCA) or NCCL_NET=IB; else what the profile says (socket: False; infiniband, roce, erdma: True);
     else None (nothing promises either). ``ib_hca``: NCCL_IB_HCA when RDMA is not off.
     ``gdr``: False when NCCL_NET_GDR_LEVEL keeps it off (LOC, 0); True when ``gdr_ready`` (nvidia_peermem
-    loaded on every node of the run); else None (DMA-BUF may still give it: not judged).
+    loaded on every node of the run); else None (DMA-BUF may still give it: not judged). ``mnnvl`` only where the
+    environment sets NCCL_MNNVL_ENABLE: True for 1, False for 0 (2, NCCL's default, decides by itself: None).
     """
     if env is None:
         env = {}
@@ -421,7 +443,10 @@ def expected_from_env(env=None, profile=None, gdr_ready=None):
         gdr = False
     elif gdr_ready:
         gdr = True
-    return {"rdma": rdma, "ib_hca": values.get("NCCL_IB_HCA") or None, "gdr": gdr}
+    expected = {"rdma": rdma, "ib_hca": values.get("NCCL_IB_HCA") or None, "gdr": gdr}
+    if "NCCL_MNNVL_ENABLE" in values:
+        expected["mnnvl"] = {"1": True, "0": False}.get(values["NCCL_MNNVL_ENABLE"])
+    return expected
 
 
 def describe_expected(expected):
@@ -435,6 +460,8 @@ def describe_expected(expected):
         parts.append("peer-to-peer between a node's GPUs (NVLink)")
     if expected.get("rails"):
         parts.append("each GPU with the NICs of its rail (%s)" % ", ".join(expected["rails"]))
+    if expected.get("mnnvl"):
+        parts.append("multi-node NVLink")
     return ", ".join(parts)
 
 
@@ -449,6 +476,7 @@ def report_entry(parsed, expected):
         "channels": parsed.get("channels"), "algorithms": list(parsed.get("algorithms") or []),
         "protocols": list(parsed.get("protocols") or []), "nodes": parsed.get("nodes"), "ranks": parsed.get("ranks"),
         "ib_hca": parsed.get("ib_hca"), "warnings": list(parsed.get("warnings") or [])[:5],
+        "mnnvl": parsed.get("mnnvl"), "nvls": parsed.get("nvls"),
         "expected": dict(expected), "expected_text": describe_expected(expected),
         "placement": placement(parsed, expected)["placement"] if _between_nodes(parsed) else None,
         "passed": verdict["passed"], "reasons": verdict["reasons"],
@@ -465,6 +493,10 @@ def used_text(entry):
         parts.append("no inter-node connection shown (network %s)" % (entry.get("network") or "not shown"))
     if entry.get("net") != "Socket":     # over sockets GPUDirect RDMA is not the question
         parts.append({True: "GPUDirect RDMA on", False: "GPUDirect RDMA off", None: "GPUDirect RDMA not shown"}[entry.get("gdr")])
+    if entry.get("mnnvl") is not None:
+        parts.append("multi-node NVLink %s" % ("on" if entry["mnnvl"] else "off"))
+    if entry.get("nvls"):
+        parts.append("NVLS")
     if entry.get("channels"):
         parts.append("%d coll channels" % entry["channels"]["coll"])
     if entry.get("placement"):

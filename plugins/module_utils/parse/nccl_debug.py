@@ -7,7 +7,8 @@
 mpirun / srun / Ray / vLLM labels (common/text.py), from NCCL 2.4 (``Ring 00 : 3 -> 10 [send] via NET/IB/0/GDRDMA``) to 2.28
 (``Channel 00/0 : 1[1] -> 8[0] [receive] via NET/IB/0/GDRDMA``). ``parse_ib_hca`` and ``ib_hca_allows`` read an
 NCCL_IB_HCA value with NCCL's own rules. The lines about HCAs (NCCL 2.27's per-port lines, GPU Direct RDMA per HCA)
-are read in parse/nccl_debug_devices.py. The verdict against what a node's profile expects is judge/nccl_path.py's.
+are read in parse/nccl_debug_devices.py, those about multi-node NVLink (MNNVL) and NVLink SHARP (NVLS) in
+parse/nccl_debug_nvlink.py. The verdict against what a node's profile expects is judge/nccl_path.py's.
 
 Pure functions, standard library only, one pass over the lines: no regular expression here has two
 repetitions that can match the same characters.
@@ -21,6 +22,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text as _text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug_devices as _devices
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug_nvlink as _nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug_devices import net_family
 
 # At most this many WARN lines and connections of one kind are kept with their text (a log of
@@ -168,7 +170,7 @@ def empty_result():
         "connections": [], "transport_counts": {}, "net_device_indexes": [], "channels": None,
         "ring_channels": None, "algorithms": [], "protocols": [], "tuning": [], "ib_hca": None, "env": {},
         "nodes": None, "ranks": None, "hosts": [], "warnings": [], "nvls": None, "collnet": None,
-        "evidence": {}, "nccl_lines": 0,
+        "mnnvl": None, "mnnvl_detail": _nvlink.empty(), "evidence": {}, "nccl_lines": 0,
     }
 
 
@@ -387,9 +389,10 @@ def _setting_line(result, message, line, algorithms, protocols):
 
 
 def _communicator_line(result, where, message, line, device_lists):
-    """NVLS and CollNet switched on, the communicator's nodes and ranks, where each rank runs."""
-    if "NVLS multicast support is available" in message or message.startswith("NVLS comm"):
-        result["nvls"] = True
+    """MNNVL and NVLS (parse/nccl_debug_nvlink.py), CollNet switched on, the communicator's nodes and ranks, where each
+    rank runs."""
+    if _nvlink.read(result, where[0], message, line, lambda key, text: _remember(result["evidence"], key, text)):
+        return
     if message.startswith("CollNet ") and "enabled" in message.lower():
         result["collnet"] = True
     match = _NNODES_RE.search(message)
@@ -449,6 +452,7 @@ def _place_connections(connections, device_lists):
 def _finish(result, device_lists):
     """Decide net, net_devices and gdr from what the lines said."""
     _place_connections(result["connections"], device_lists)
+    _nvlink.finish(result)
     _devices.devices_from_ports(device_lists)
     result["ib_physical_devices"] = [p for (family, dummy), ports in device_lists.items() if family == "IB-physical"
                                      for p in ports]
