@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness, versions
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import rack_domains, readiness, versions
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import TEXT, Mapping, expect, filters
@@ -46,17 +46,22 @@ def _gpu_count(value, host=None):
     return int(text)
 
 
-def readiness_report(records, expected_gpu_count=None, nccl_check=None, known_good=None):
-    if isinstance(expected_gpu_count, Mapping):   # each host's own count, as its inventory says
-        expected_gpu_count = dict((str(host), _gpu_count(value, host)) for host, value in expected_gpu_count.items())
-    else:
-        expected_gpu_count = _gpu_count(expected_gpu_count)
+def _per_host_or_one(value, check):
+    """One setting for every node, or each host's own (as its inventory says), each checked."""
+    if isinstance(value, Mapping):
+        return dict((str(host), check(item, host)) for host, item in value.items())
+    return check(value)
+
+
+def readiness_report(records, expected_gpu_count=None, nccl_check=None, known_good=None, nvlink_domain_size=None):
+    expected_gpu_count = _per_host_or_one(expected_gpu_count, _gpu_count)
+    nvlink_domain_size = _per_host_or_one(nvlink_domain_size, rack_domains.check_size)
     if nccl_check is not None and (not isinstance(nccl_check, (list, tuple)) or
                                    not all(isinstance(run, Mapping) for run in nccl_check)):
         raise ValueError("nccl_check must be nccl_tests_judge's result (a list of judged runs), got %r" % (nccl_check,))
     return readiness.build_report(_records("readiness_report", records), expected_gpu_count,
                                   None if nccl_check is None else [dict(run) for run in nccl_check],
-                                  versions.check_policy(known_good or None))
+                                  versions.check_policy(known_good or None), nvlink_domain_size)
 
 
 def readiness_markdown(report_data):

@@ -187,13 +187,22 @@ ansible_facts:
             iommu_cmdline: {iommu: pt}
         fabric:
           description:
-            - The node's NVLink domain from the Fabric fields of the same C(nvidia-smi -q -x) (GB200 NVL72 and other
-              multi-node NVLink systems), C(domain) (C(cluster_uuid), C(clique_id)) or null, and C(reason) when null
-              (HGX H100/H200 report an all-zero ClusterUUID, so no multi-node domain). Role
-              P(gpufabric.rdma.topology#role) makes a C(topology/block) block per domain from it.
+            - The node's place in the NVLink fabric from the Fabric and Platform Info fields of the same
+              C(nvidia-smi -q -x) (GB200/GB300 NVL72 and other multi-node NVLink systems) - C(domain)
+              (C(<ClusterUUID>/<CliqueId>) or null), C(cluster_uuid), C(clique_id), C(chassis_serial) (the rack's
+              chassis a GB200/GB300 tray names; null on HGX boards and PCIe cards), C(slot_number), C(tray_index),
+              C(host_id), and C(reason) when the domain or the chassis is null (HGX H100/H200 report an all-zero
+              ClusterUUID, so no multi-node domain).
+            - C(gpus) keeps each GPU's C(index), C(bus_id), C(name), registration C(state) and C(status),
+              C(clique_id), C(cluster_uuid), C(health) (the Fabric Health rows) and C(platform) (Platform Info) -
+              they change when the fabric does, as an RDMA port's state does. Readiness judges them
+              (C(nvlink_fabric_*) findings) and groups the nodes by domain; role P(gpufabric.rdma.topology#role)
+              makes a C(topology/block) block per domain from it.
           type: dict
           returned: when GPUs were found
-          sample: {"domain": {"cluster_uuid": "8a6c0d1e-...", "clique_id": 32766}, "reason": null}
+          sample: {"domain": "8a6c0d1e-0000-0000-0000-000000000001/32766", "cluster_uuid": "8a6c0d1e-0000-0000-0000-000000000001",
+                   "clique_id": 32766, "chassis_serial": "1823825185529", "slot_number": 5, "tray_index": 4,
+                   "host_id": 1, "reason": null, "gpus": []}
 """
 
 import os
@@ -201,7 +210,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import pcie_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, files, sysfs
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, iommu, lspci, nvidia_smi_fabric
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, iommu, lspci
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import nvlink
 
 DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 
@@ -301,11 +311,10 @@ def main():
         module.warn(message)
         done(_empty(peermem, toolkit, "hung" if result.timed_out else "failed", message))
 
-    try:   # the same XML's Fabric fields: only the domain and why there is none (per-GPU health would churn the record)
-        fabric = nvidia_smi_fabric.parse_nvidia_smi_fabric(result.stdout)
-        fabric = {"domain": fabric["domain"], "reason": fabric["reason"]}
+    try:   # the same XML's Fabric and Platform Info: the node's domain, chassis and tray, each GPU's registration
+        fabric = nvlink.fabric_fact(result.stdout)
     except ValueError as exc:
-        fabric = {"domain": None, "reason": "the Fabric fields could not be read: %s" % exc}
+        fabric = dict(dict.fromkeys(nvlink.PLACE_KEYS), gpus=[], reason="the Fabric fields could not be read: %s" % exc)
 
     topology = dict(matrix={}, nics={}, gpu_nics={}, cpu_affinity={}, numa_affinity={})
     result = runner.run([smi, "topo", "-m"])

@@ -16,7 +16,7 @@ __metaclass__ = type
 import re
 from collections.abc import Mapping
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import rack_domains, validation
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import versions
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -95,14 +95,21 @@ def burnin(values):
 
 
 def settings(values):
-    """The collection's settings (role _common) whose content a type cannot say: the known-good policy."""
+    """The collection's settings (role _common) whose content a type cannot say: the known-good policy, the trays of
+    an NVLink domain."""
+    errors = []
+    if "gpufabric_nvlink_domain_size" in values:
+        try:
+            rack_domains.check_size(values["gpufabric_nvlink_domain_size"])
+        except ValueError as exc:
+            errors.append(str(exc))
     if values.get("gpufabric_known_good") in (None, "", {}):
-        return []
+        return errors
     try:
         versions.check_policy(values["gpufabric_known_good"])
     except versions.KnownGoodError as exc:
-        return ["gpufabric_" + str(exc)]
-    return []
+        return errors + ["gpufabric_" + str(exc)]
+    return errors
 
 
 RULES = {"nccl_tests": nccl_tests, "perftest": perftest, "burnin": burnin, "_common": settings}

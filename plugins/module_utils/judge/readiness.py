@@ -13,8 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import (
-    gpudirect, health, known_good_floors, nccl_path, nic_firmware, pcie_path, versions)
-from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import rails
+    gpudirect, health, known_good_floors, nccl_path, nic_firmware, nvlink_fabric, pcie_path, rack_domains, versions)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import nvlink, rails
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding, rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import render_table
 
@@ -87,9 +87,31 @@ def gpudirect_of(record):
     return gpudirect.path(dict(gpu["gpudirect"], cuda_version=gpu.get("cuda_version")), record.get("kernel"))
 
 
-def node_findings(host, record, expected_gpu_count=None):
+def _fabric_findings(host, gpu, domain_size):
+    """The node's NVLink fabric as gpu_facts kept it (each GPU's registration, IDs and Health rows) judged by
+    judge/nvlink_fabric: a domain expected where the node's trays belong to one (gpufabric_nvlink_domain_size above 0),
+    none where it is 0, else where its GPUs name their rack's chassis (a GB200/GB300 tray). A record made before the
+    fabric was kept per GPU gives nothing."""
+    fabric = gpu.get("fabric")
+    gpus = fabric.get("gpus") if isinstance(fabric, dict) else None
+    if not gpu.get("present") or not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+        return []
+    found = nvlink_fabric.nvlink_fabric_findings(fabric, {"domain": rack_domains.expected_domain(domain_size)})
+    return [dict(item, target="%s/%s" % (host, item["target"])) for item in found]
+
+
+def place_of(record):
+    """The node's NVLink domain, chassis and tray as its record keeps them (all None where it keeps none)."""
+    try:
+        place = nvlink.record_place(((record or {}).get("gpu") or {}).get("fabric"))
+    except ValueError:
+        place = dict.fromkeys(nvlink.PLACE_KEYS)
+    return dict((key, place[key]) for key in ("domain", "chassis_serial", "slot_number", "tray_index"))
+
+
+def node_findings(host, record, expected_gpu_count=None, nvlink_domain_size=None):
     gpu = record.get("gpu") or {}
-    found = _gpu_findings(host, gpu, expected_gpu_count)
+    found = _gpu_findings(host, gpu, expected_gpu_count) + _fabric_findings(host, gpu, nvlink_domain_size)
     devices = record.get("rdma_devices") or []
     for device in devices:
         for port in device.get("ports") or []:
@@ -213,22 +235,30 @@ def nccl_check_findings(judged):
 
 def _expected_counts(records, expected_gpu_count):
     """{host: GPUs expected or None}: one count for every node, or a count per node (as each host's inventory says:
-    a group's group_vars, a host's host_vars)."""
+    a group's group_vars, a host's host_vars). The same for the trays of an NVLink domain."""
     if isinstance(expected_gpu_count, dict):
         return dict((host, None if expected_gpu_count.get(host) is None else int(expected_gpu_count[host]))
                     for host in records)
     return dict.fromkeys(records, None if expected_gpu_count is None else int(expected_gpu_count))
 
 
-def build_report(records, expected_gpu_count=None, nccl_check=None, known_good=None):
+def _one_or_each(expected):
+    """What the report keeps of a per-host setting: the one value every node has, else each node's."""
+    return set(expected.values()).pop() if len(set(expected.values())) == 1 else expected
+
+
+def build_report(records, expected_gpu_count=None, nccl_check=None, known_good=None, nvlink_domain_size=None):
     """The whole report: per node facts and findings, cluster findings, and `ready`. ``expected_gpu_count``: one count
     for every node, or {host: count}; ``nccl_check``: the judged runs of the readiness NCCL check, when it was asked
-    for; ``known_good``: the site's floors and pins per SKU (versions.check_policy), over the shipped security floors."""
+    for; ``known_good``: the site's floors and pins per SKU (versions.check_policy), over the shipped security floors;
+    ``nvlink_domain_size``: the trays of one NVLink domain (0: none expected; None: derived from the GPUs), one for
+    every node or {host: size}: the nodes are grouped by domain against it (judge/rack_domains.py)."""
     if not isinstance(records, dict):
         raise TypeError("readiness_report expects a mapping of host name to node record")
     expected = _expected_counts(records, expected_gpu_count)
+    sizes = _expected_counts(records, nvlink_domain_size)
     if isinstance(expected_gpu_count, dict):   # the report keeps one count where every node has the same, else each's
-        expected_gpu_count = set(expected.values()).pop() if len(set(expected.values())) == 1 else expected
+        expected_gpu_count = _one_or_each(expected)
     elif expected_gpu_count is not None:
         expected_gpu_count = int(expected_gpu_count)
     nodes = {}
@@ -245,9 +275,12 @@ def build_report(records, expected_gpu_count=None, nccl_check=None, known_good=N
             "fabric_mtu": dict((i.get("name"), i.get("mtu")) for i in fabric_interfaces(record)),
             "nccl": record.get("nccl") or {},
             "gpudirect": gpudirect_of(record),
-            "findings": node_findings(host, record, expected[host]),
+            "nvlink": place_of(record),
+            "findings": node_findings(host, record, expected[host], sizes[host]),
         }
     cluster = cluster_findings(records, None if set(expected.values()) <= {None} else expected)
+    domains, domain_found = rack_domains.domain_findings(records, sizes)
+    cluster += domain_found
     cluster += versions.findings(records, known_good, known_good_floors.DRIVER_FLOORS)
     if nccl_check is not None:
         cluster += nccl_check_findings(nccl_check) or [finding(
@@ -257,6 +290,8 @@ def build_report(records, expected_gpu_count=None, nccl_check=None, known_good=N
     counts = count_findings(every)
     return {
         "expected_gpu_count": expected_gpu_count,
+        "nvlink_domain_size": _one_or_each(sizes) if sizes else None,
+        "nvlink_domains": domains,
         "nodes": nodes,
         "cluster_findings": cluster,
         "counts": counts,
@@ -297,6 +332,7 @@ def render_markdown(report):
         lines += ["- `%s`" % reason for reason in nccl.get("reasons") or []] or ["- (none)"]
         lines.append("")
     lines += _known_good_lines(report)
+    lines += _domain_lines(report)
     lines += ["## Findings", ""]
     every = [f for n in report["nodes"].values() for f in n["findings"]] + report["cluster_findings"]
     if not every:
@@ -334,6 +370,23 @@ def _known_good_lines(report):
     return lines + [""]
 
 
+def _domain_text(entry):
+    """'uuid/clique: 17 of 18 trays (chassis S; expected from ...): hosts'."""
+    found = len(entry["hosts"])
+    counted = "%d of %d trays" % (found, entry["expected"]) if entry.get("expected") else "%d tray(s)" % found
+    notes = (["chassis %s" % ", ".join(entry["chassis"])] if entry.get("chassis") else []) + (
+        ["expected from %s" % entry["expected_from"]] if entry.get("expected") else [])
+    return "%s: %s%s: %s" % (entry["domain"], counted, " (%s)" % "; ".join(notes) if notes else "", ", ".join(entry["hosts"]))
+
+
+def _domain_lines(report):
+    """The NVLink domains section: each domain, its trays against the expected, its chassis and hosts."""
+    domains = report.get("nvlink_domains") or []
+    if not domains:
+        return []
+    return ["## NVLink domains", ""] + ["- %s" % _domain_text(entry) for entry in domains] + [""]
+
+
 def render_text(report):
     """Console version: the verdict, each node's NCCL environment with reasons, then the findings."""
     every = [f for n in report["nodes"].values() for f in n["findings"]] + report["cluster_findings"]
@@ -343,6 +396,7 @@ def render_text(report):
         if nccl.get("profile"):
             lines.append("%s: NCCL profile %s (%s)" % (host, nccl["profile"], nccl.get("profile_reason")))
             lines += ["  %s" % reason for reason in nccl.get("reasons") or []]
+    lines += ["NVLink domain %s" % _domain_text(entry) for entry in report.get("nvlink_domains") or []]
     if every:
         rows = [[f["severity"], f["check"], f["target"], f["detail"]]
                 for f in sorted(every, key=lambda f: (rank(f["severity"]), f["target"]))]

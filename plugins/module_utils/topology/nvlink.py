@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """NVLink domains across hosts: the hosts that share one (cluster UUID, clique ID), from each host's
 nvidia-smi -q Fabric section (parse/nvidia_smi_fabric.py) or gpu_facts' fabric fact, and why a host has none;
-and one node's place in the rack (its domain, chassis, slot and tray) from its GPUs' Fabric and Platform Info.
+one node's place in the rack (its domain, chassis, slot and tray) from its GPUs' Fabric and Platform Info; and the
+fabric fact gpu_facts keeps (that place and each GPU's registration, IDs, Health rows and Platform Info).
 
 Pure functions, standard library only, Python 3.8."""
 
@@ -54,33 +55,72 @@ def node_domain(fabric):
     return result
 
 
+# What the fabric fact keeps of each GPU: what judge/nvlink_fabric reads (registration, IDs, Health rows, Platform
+# Info). Like an RDMA port's state, these change when the fabric does, not from one reading to the next.
+FABRIC_GPU_KEYS = ("index", "bus_id", "name", "state", "status", "clique_id", "cluster_uuid", "health", "platform")
+PLACE_KEYS = ("domain", "cluster_uuid", "clique_id", "chassis_serial", "slot_number", "tray_index", "host_id", "reason")
+
+
+def fabric_fact(fabric):
+    """parse_nvidia_smi_fabric's result (or nvidia-smi -q text/XML) -> what gpu_facts keeps as ``fabric``:
+    node_domain's keys and ``gpus`` (each GPU's FABRIC_GPU_KEYS), which nvlink_fabric_findings judges."""
+    parsed = _parsed(fabric, "fabric_fact")
+    fact = node_domain(parsed)
+    fact["gpus"] = [dict((key, gpu.get(key)) for key in FABRIC_GPU_KEYS) for gpu in parsed["gpus"]]
+    return fact
+
+
+def record_place(fabric):
+    """A node's fabric in any shape it was kept in -> node_domain's keys (PLACE_KEYS; None where not known):
+    gpu_facts' fabric fact, the one records made before it kept the chassis ({domain: {cluster_uuid, clique_id},
+    reason}), parse_nvidia_smi_fabric's result, or None (no facts)."""
+    place = dict.fromkeys(PLACE_KEYS)
+    if fabric is None:
+        place["reason"] = "no NVLink facts for this host (run gpufabric.rdma.discover)"
+        return place
+    if isinstance(fabric, dict) and "chassis_serial" in fabric:      # gpu_facts' fabric fact
+        place.update((key, fabric.get(key)) for key in PLACE_KEYS)
+        return place
+    if isinstance(fabric, dict) and "gpus" not in fabric and isinstance(fabric.get("domain", False), (dict, type(None))):
+        domain = fabric.get("domain") or {}                            # a record made before the chassis was kept
+        if domain.get("cluster_uuid"):
+            place.update(domain="%s/%d" % (str(domain["cluster_uuid"]).lower(), int(domain["clique_id"])),
+                         cluster_uuid=str(domain["cluster_uuid"]).lower(), clique_id=int(domain["clique_id"]))
+        place["reason"] = fabric.get("reason")
+        return place
+    return node_domain(fabric)
+
+
 def nvlink_domains(per_host):
     """{host: nvidia-smi -q text/XML, parse_nvidia_smi_fabric's result, gpu_facts' fabric or None} -> {domains: [{cluster_uuid,
-    clique_id, hosts}], host_domain: {host: 'uuid/clique' or None}, no_domain: {host: reason}, warnings}.
-    Domains are ordered by their first host, in natural order."""
+    clique_id, hosts, chassis}], host_domain: {host: 'uuid/clique' or None}, host_place: {host: {chassis_serial,
+    slot_number, tray_index}}, no_domain: {host: reason}, warnings}. ``chassis`` lists the chassis serials the domain's
+    trays name (a GB200/GB300 rack's; none for hosts that name none). Domains are ordered by their first host, in
+    natural order."""
     if not isinstance(per_host, dict):
         raise TopologyError("nvlink_domains needs a mapping of host to nvidia-smi -q output, got %s" % type(per_host).__name__)
-    groups, host_domain, no_domain, warnings = {}, {}, {}, []
+    groups, host_domain, host_place, no_domain, warnings = {}, {}, {}, {}, []
     for host in sorted(per_host, key=natural_key):
         value = per_host[host]
-        if value is None:
-            host_domain[host] = None
-            no_domain[host] = "no NVLink facts for this host (run gpufabric.rdma.discover)"
-            continue
-        if not (isinstance(value, dict) and "domain" in value):   # parse_nvidia_smi_fabric's or gpu_facts' fabric
-            try:
+        try:
+            if isinstance(value, (str, bytes)):
                 value = parse_nvidia_smi_fabric(value)
-            except (TopologyError, _text.TextError) as exc:
-                raise TopologyError("nvidia-smi output of %s: %s" % (host, exc))
-        warnings.extend("%s: %s" % (host, w) for w in value.get("warnings", []))
-        domain = value["domain"]
-        if not domain:
+            place = record_place(value)
+        except (TopologyError, _text.TextError) as exc:
+            raise TopologyError("nvidia-smi output of %s: %s" % (host, exc))
+        if isinstance(value, dict) and "warnings" in value:        # parse_nvidia_smi_fabric's result
+            warnings.extend("%s: %s" % (host, w) for w in value["warnings"])
+        host_place[host] = dict((key, place[key]) for key in ("chassis_serial", "slot_number", "tray_index"))
+        if not place["domain"]:
             host_domain[host] = None
-            no_domain[host] = value.get("reason") or "no NVLink domain"
+            no_domain[host] = place["reason"] or "no NVLink domain"
             continue
-        key = (domain["cluster_uuid"], int(domain["clique_id"]))
+        key = (str(place["cluster_uuid"]).lower(), int(place["clique_id"]))
         groups.setdefault(key, []).append(host)
         host_domain[host] = "%s/%d" % key
-    domains = [{"cluster_uuid": key[0], "clique_id": key[1], "hosts": hosts} for key, hosts in groups.items()]
+    domains = [{"cluster_uuid": key[0], "clique_id": key[1], "hosts": hosts,
+                "chassis": sorted(set(host_place[h]["chassis_serial"] for h in hosts) - {None})}
+               for key, hosts in groups.items()]
     domains.sort(key=lambda d: natural_key(d["hosts"][0]))
-    return {"domains": domains, "host_domain": host_domain, "no_domain": no_domain, "warnings": warnings}
+    return {"domains": domains, "host_domain": host_domain, "host_place": host_place, "no_domain": no_domain,
+            "warnings": warnings}

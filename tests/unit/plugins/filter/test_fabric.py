@@ -33,3 +33,14 @@ def test_a_gpu_count_as_text_or_number_is_taken():
     for value in ("8", 8, " 8 "):
         assert FilterModule().filters()["readiness_report"]({}, value)["expected_gpu_count"] == 8
     assert FilterModule().filters()["readiness_report"]({}, "")["expected_gpu_count"] is None
+
+
+def test_an_nvlink_domain_size_is_taken_per_host_and_refused_naming_it():
+    report = FilterModule().filters()["readiness_report"]
+    assert report({}, nvlink_domain_size="18")["nvlink_domain_size"] is None     # no node: nothing kept
+    assert report({"gb01": {}}, nvlink_domain_size="18")["nvlink_domain_size"] == 18
+    assert report({"gb01": {}, "h01": {}}, nvlink_domain_size={"gb01": 18, "h01": 0})["nvlink_domain_size"] == {
+        "gb01": 18, "h01": 0}
+    with pytest.raises(AnsibleFilterError, match="readiness_report: gpufabric_nvlink_domain_size of gb01 must be the "
+                                                 "number of trays .* got 'NVL72'"):
+        report({"gb01": {}}, nvlink_domain_size={"gb01": "NVL72"})
