@@ -55,6 +55,19 @@ options:
         on the node from O(sysfs_root).
     type: list
     elements: dict
+  gpu:
+    description:
+      - The node's GPUs as M(gpufabric.rdma.gpu_facts) returns them (C(ansible_facts.gpu), or the C(gpu) of the
+        discovery record); what its NVLink calls for is added, each variable with its reason.
+      - Where C(fabric) names a multi-node NVLink domain (a GB200/GB300 tray) - C(NCCL_MNNVL_ENABLE=1) (NCCL crosses
+        between the domain's nodes over the NVLink fabric, and NCCL 2.21 to 2.25 stop rather than fall back to the
+        network without it) and C(NCCL_CUMEM_ENABLE=1) (multi-node NVLink needs CUDA's cuMem allocations).
+      - Where the GPUs are Grace superchips (GH200, GB200, GB300) whose C(topology) shows C(SYS) for every GPU-NIC
+        pair (the NICs sit behind the Grace CPU, reached over NVLink-C2C) and the profile is an RDMA one -
+        C(NCCL_NET_GDR_C2C=1) (NCCL 2.26 keeps GPUDirect RDMA off on that path without it; 2.27 and later default
+        to 1).
+      - O(overrides) and O(unset) still have the last word. Omitted or empty, nothing is added.
+    type: dict
   sysfs_root:
     description:
       - Root of the sysfs tree read when O(rdma_devices) is not given.
@@ -214,6 +227,7 @@ def main():
             overrides=dict(type="dict", default={}),
             unset=dict(type="list", elements="str", default=[]),
             rdma_devices=dict(type="list", elements="dict"),
+            gpu=dict(type="dict"),
             sysfs_root=dict(type="path", default="/sys"),
             procfs_root=dict(type="path", default="/proc"),
             dest=dict(type="path"),
@@ -236,7 +250,7 @@ def main():
         _check_procfs_root(module, params["procfs_root"])
         ifname = nccl.default_route_interface(read_text(os.path.join(params["procfs_root"], "net", "route")))
     try:
-        result = nccl.compute_env(params["profile"], devices, ifname, params["overrides"], params["unset"])
+        result = nccl.compute_env(params["profile"], devices, ifname, params["overrides"], params["unset"], params["gpu"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     for warning in result["warnings"]:

@@ -16,6 +16,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.shell import shell_quote
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import nvlink
 
 PROFILES = ("auto", "infiniband", "roce", "erdma", "acs_rdma_type1", "acs_rdma_type2", "socket")
 
@@ -173,6 +174,64 @@ def _dynamic(profile, devices, socket_ifname):
     return env, warnings
 
 
+# Superchips whose GPU reaches its Grace CPU over NVLink-C2C (nvidia-smi's product name contains one of these).
+GRACE_SUPERCHIPS = ("GH200", "GB200", "GB300")
+_MNNVL_REASON = (
+    "the GPUs are in NVLink domain %s: NCCL crosses between the domain's nodes over the NVLink fabric (MNNVL); 1, not "
+    "NCCL's default 2 (decide alone): NCCL 2.21 to 2.25 then stop with 'MNNVL is not supported on this system' "
+    "instead of going over the network at a fraction of the fabric's bandwidth, 2.26 and later use it within one node "
+    "too (src/init.cc, MNNVL_ENABLE)")
+_CUMEM_REASON = (
+    "MNNVL needs CUDA's cuMem allocations (src/mnnvl.cc: 'MNNVL requires cuMem to be enabled'): with them off NCCL "
+    "leaves the fabric unused without a word; 1 where NCCL's default (-2) only turns them on when it detects support "
+    "(src/misc/cudawrap.cc)")
+_C2C_REASON = (
+    "the NICs sit behind the Grace CPU, reached from the GPUs over NVLink-C2C (nvidia-smi topo -m: SYS for every "
+    "GPU-NIC pair of this %s): NCCL 2.26 keeps GPUDirect RDMA off on that path unless NCCL_NET_GDR_C2C=1 ('GPU %%d / "
+    "HCA %%lx connected to CPU %%d via C2C link'); 2.27 and later default to 1 (src/graph/paths.cc)")
+
+
+def check_gpu(gpu):
+    """gpu_facts' facts (or a node record's gpu) as nvlink_entries reads them; ValueError naming what is not."""
+    if gpu is None:
+        return {}
+    if not isinstance(gpu, dict):
+        raise ValueError("gpu must be gpu_facts' facts (a mapping), got %r" % (gpu,))
+    for key, kind in (("fabric", dict), ("topology", dict), ("gpus", list)):
+        if gpu.get(key) is not None and not isinstance(gpu[key], kind):
+            raise ValueError("gpu.%s must be a %s (gpu_facts' facts), got %r" % (key, kind.__name__, gpu[key]))
+    return gpu
+
+
+def nics_behind_c2c(gpu):
+    """The superchip's name when the node's GPUs reach every NIC through the Grace CPU over NVLink-C2C: a Grace
+    superchip (GRACE_SUPERCHIPS) whose topo -m shows SYS for every GPU-NIC pair; else None."""
+    names = [str((entry or {}).get("name") or "") for entry in gpu.get("gpus") or [] if isinstance(entry, dict)]
+    chip = next((part for part in GRACE_SUPERCHIPS if names and part in names[0]), None)
+    matrix = (gpu.get("topology") or {}).get("matrix") or {}
+    cells = [cell for row, links in matrix.items() if str(row).startswith("GPU") and isinstance(links, dict)
+             for column, cell in links.items() if not str(column).startswith("GPU")]
+    return chip if chip and cells and all(cell == "SYS" for cell in cells) else None
+
+
+def nvlink_entries(gpu, profile):
+    """(name, value, reason) of the NCCL variables a node's NVLink calls for: NCCL_MNNVL_ENABLE and NCCL_CUMEM_ENABLE
+    where its GPUs are in a multi-node NVLink domain (gpu_facts' fabric), NCCL_NET_GDR_C2C where its RDMA NICs sit
+    behind the Grace CPU (an RDMA profile only: over sockets there is no GPUDirect RDMA)."""
+    gpu = check_gpu(gpu)
+    entries = []
+    try:
+        domain = nvlink.record_place(gpu.get("fabric"))["domain"] if gpu.get("fabric") else None
+    except ValueError:
+        domain = None      # a fabric fact that is not one: no domain, as gpu_facts says of an unreadable one
+    if domain:
+        entries += [("NCCL_MNNVL_ENABLE", "1", _MNNVL_REASON % domain), ("NCCL_CUMEM_ENABLE", "1", _CUMEM_REASON)]
+    chip = nics_behind_c2c(gpu)
+    if chip and profile in ("infiniband", "roce", "erdma", "acs_rdma_type1"):
+        entries.append(("NCCL_NET_GDR_C2C", "1", _C2C_REASON % chip))
+    return entries
+
+
 def check_variables(names):
     """Warnings for names NCCL does not know, with the closest known name when there is one."""
     warnings = []
@@ -185,11 +244,12 @@ def check_variables(names):
     return warnings
 
 
-def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, unset=None):
+def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, unset=None, gpu=None):
     """The NCCL environment for one node: {'env', 'profile', 'reasons', 'warnings'}.
 
-    ``profile`` may be `auto`; ``overrides`` (dict) has the last word, ``unset`` (names)
-    removes variables. Every variable comes with one line saying why it is there.
+    ``profile`` may be `auto`; ``gpu`` (gpu_facts' facts) adds what the node's NVLink calls for (nvlink_entries);
+    ``overrides`` (dict) has the last word, ``unset`` (names) removes variables. Every variable comes with one line
+    saying why it is there.
     """
     devices = check_devices(rdma_devices)
     if socket_ifname is not None:
@@ -200,6 +260,7 @@ def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, 
         warnings = []
     else:
         entries, warnings = _dynamic(resolved, devices, socket_ifname)
+    entries = entries + nvlink_entries(gpu, resolved)
     env = {}
     reasons = {}
     for name, value, reason in entries:
