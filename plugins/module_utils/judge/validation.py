@@ -501,9 +501,7 @@ def baseline_notes(judged, platform, fraction=0.9, local=None, user_threshold=Fa
             run["baseline"] = baseline_table.describe(value, entry)
             run["baseline_busbw"] = entry["value"]  # the figure itself, for the metrics (figures.py)
             if not user_threshold and fraction and value is not None and value < baseline_table.floor(entry, fraction):
-                run["failures"] = list(run.get("failures") or []) + [
-                    "busbw %.1f GB/s at %d bytes is below %.0f %% of the %s baseline (%.1f GB/s)" % (
-                        value, size, fraction * 100, baseline_table.label(entry), entry["value"])]
+                run["failures"] = list(run.get("failures") or []) + [baseline_table.below(value, size, fraction, entry)]
                 run["passed"] = False
         if expected is not None and not (entry is not None and any(entry is e for e in local or [])):
             _judge_hardware(run, expected, hardware_fraction)

@@ -185,18 +185,36 @@ def _check_block_sizes(block_sizes):
     return sizes
 
 
+def _split_chassis(domains, block_prefix):
+    """Notes for the chassis (racks) whose trays nvlink_domains placed in more than one block, or some in none."""
+    block_of = {}
+    for number, entry in enumerate(domains["domains"], 1):
+        for host in entry["hosts"]:
+            block_of[host] = "%s%d" % (block_prefix, number)
+    by_chassis = {}
+    for host, place in (domains.get("host_place") or {}).items():
+        if (place or {}).get("chassis_serial"):
+            by_chassis.setdefault(place["chassis_serial"], set()).add(block_of.get(host, "no block"))
+    return ["chassis %s is split over %s: one rack's trays belong to one NVLink domain (readiness' nvlink_chassis_split)"
+            % (_comment(str(serial)), ", ".join(sorted(blocks, key=natural_key)))
+            for serial, blocks in sorted(by_chassis.items()) if len(blocks) > 1]
+
+
 def block_topology_conf(domains, block_sizes=None, block_prefix="block"):
     """topology.conf for topology/block from nvlink_domains' result (or {host: domain key}): one
     BlockName=<prefix><n> Nodes=<hostlist> per NVLink domain in the order of their first node, then
     BlockSizes= when block_sizes is given (checked as Slurm wants: each a power-of-two multiple of the one
-    before). Blocks smaller than the base size and hosts with no domain are named in comments."""
+    before). Each block's comment names its domain and the chassis its trays name; blocks smaller than the base size,
+    hosts with no domain and a chassis whose trays are in two blocks are named in comments."""
     sizes = _check_block_sizes(block_sizes)
     check_slurm_name(block_prefix + "1", "block_prefix", MAX_SWITCH_NAME)
     notes = []
     if isinstance(domains, dict) and "domains" in domains:
-        groups = [(d["hosts"], "NVLink domain %s clique %s" % (d["cluster_uuid"], d["clique_id"])) for d in domains["domains"]]
+        groups = [(d["hosts"], "NVLink domain %s clique %s%s" % (d["cluster_uuid"], d["clique_id"], "; chassis %s" % ", ".join(
+            _comment(str(c)) for c in d["chassis"]) if d.get("chassis") else "")) for d in domains["domains"]]
         for host, reason in sorted(domains.get("no_domain", {}).items(), key=lambda i: natural_key(i[0])):
             notes.append("%s: no NVLink domain (%s)" % (host, _comment(reason)))
+        notes.extend(_split_chassis(domains, block_prefix))
     elif isinstance(domains, dict):
         by_key = {}
         for host, key in domains.items():
