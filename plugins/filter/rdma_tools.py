@@ -89,7 +89,7 @@ def judge_nccl_debug(value, expected=None):
         value = nccl_debug.parse_nccl_debug(tool_text("judge_nccl_debug", value))
     expect("judge_nccl_debug", value, (Mapping,), "parse_nccl_debug's result or the log's text")
     if expected is not None:
-        expect("judge_nccl_debug", expected, (Mapping,), "expected as a mapping (rdma, ib_hca, gdr, p2p, mnnvl)")
+        expect("judge_nccl_debug", expected, (Mapping,), "expected as a mapping (%s)" % ", ".join(nccl_path.EXPECTED_KEYS))
     return nccl_path.judge_nccl_debug(dict(value), dict(expected) if expected is not None else None)
 
 

@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nccl_debug import MAX_EVIDENCE, NcclDebugError, ib_hca_allows, net_family
 
-_EXPECTED_KEYS = ("rdma", "ib_hca", "gdr", "p2p", "rails", "channels", "mnnvl")
+EXPECTED_KEYS = ("rdma", "ib_hca", "gdr", "p2p", "rails", "channels", "mnnvl")
 # What turns NCCL's peer-to-peer off from the environment (NCCL_P2P_LEVEL LOC or 0: only a GPU with itself).
 _P2P_OFF_LEVELS = ("LOC", "0")
 
@@ -25,10 +25,10 @@ def _check_expected(expected):
         return {}
     if not isinstance(expected, dict):
         raise NcclDebugError("expected must be a mapping with rdma, ib_hca and gdr, got %s" % type(expected).__name__)
-    unknown = sorted(set(expected) - set(_EXPECTED_KEYS))
+    unknown = sorted(set(expected) - set(EXPECTED_KEYS))
     if unknown:
         raise NcclDebugError("expected has unknown keys %s; it reads %s" % (
-            ", ".join(map(str, unknown)), ", ".join(_EXPECTED_KEYS)))
+            ", ".join(map(str, unknown)), ", ".join(EXPECTED_KEYS)))
     for key in ("rdma", "gdr", "p2p"):
         if expected.get(key) is not None and not isinstance(expected[key], bool):
             raise NcclDebugError("expected %s must be true, false or null, got %r" % (key, expected[key]))
@@ -493,7 +493,8 @@ def used_text(entry):
         parts.append("no inter-node connection shown (network %s)" % (entry.get("network") or "not shown"))
     if entry.get("net") != "Socket":     # over sockets GPUDirect RDMA is not the question
         parts.append({True: "GPUDirect RDMA on", False: "GPUDirect RDMA off", None: "GPUDirect RDMA not shown"}[entry.get("gdr")])
-    if entry.get("mnnvl") is not None:
+    # NCCL 2.20+ print MNNVL 0 on every machine: its absence is news only where the run asked for it.
+    if entry.get("mnnvl") is not None and (entry["mnnvl"] or (entry.get("expected") or {}).get("mnnvl")):
         parts.append("multi-node NVLink %s" % ("on" if entry["mnnvl"] else "off"))
     if entry.get("nvls"):
         parts.append("NVLS")

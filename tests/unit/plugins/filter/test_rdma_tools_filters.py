@@ -97,7 +97,7 @@ def test_port_counter_deltas_filter():
     ("port_counter_deltas", ({}, {}, None, 3), "low_fraction must be a number between 0 and 1, got 3"),
     ("port_counter_deltas", ([], {}), "expects the counters before the run"),
     ("judge_nccl_debug", ("", {"rdma": "yes"}), "expected rdma must be true, false or null, got 'yes'"),
-    ("judge_nccl_debug", ("", ["rdma"]), "expects expected as a mapping (rdma, ib_hca, gdr, p2p), got a list of 1"),
+    ("judge_nccl_debug", ("", ["rdma"]), "expects expected as a mapping (rdma, ib_hca, gdr, p2p, rails, channels, mnnvl), got a list of 1"),
     ("judge_nccl_debug", (5,), "expects parse_nccl_debug's result or the log's text, got an integer"),
 ])
 def test_the_error_names_the_filter_and_the_value(name, args, message):
