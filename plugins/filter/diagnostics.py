@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the DCGM diagnostics the dcgm_diag role ran (thin wrappers over module_utils/judge/dcgm_diag.py) and
 the return-to-service certificate made of them (module_utils/fleet/certificate.py); a hung job's report (hang.yml,
-module_utils/judge/hang.py)."""
+module_utils/judge/hang.py); a slow job's stragglers and report (slow.yml, module_utils/judge/stragglers.py and
+slow_job.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,9 +12,9 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
-from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, hang
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import dcgm_diag, hang, slow_job, stragglers
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
-    Mapping, expect, expect_list_of_mappings, fail, filters)
+    Mapping, expect, expect_list_of_mappings, fail, filters, plain)
 
 _RECORD_KEYS = ("level", "status", "failures", "skipped", "reason", "findings", "command", "timeout", "seconds",
                 "exit_status", "gpus", "expected_gpus", "planned")
@@ -96,8 +97,46 @@ def hang_addresses(hosts):
     return hang.address_map([dict(h) for h in hosts])
 
 
+def nccl_stragglers(parsed, rules=None, placement=None):
+    """parse_nccl_inspector's result -> the ranks that come late or run slow (judge/stragglers.py); ``rules`` over its
+    defaults; ``placement`` {host: {processes, gpu_nics, hostnames}} names each straggler's GPU and NIC."""
+    expect("nccl_stragglers", parsed, (Mapping,), "parse_nccl_inspector's result")
+    if "communicators" not in parsed and "buckets" not in parsed:
+        fail("nccl_stragglers", "expects parse_nccl_inspector's result (communicators, buckets), got a mapping of %s"
+             % ", ".join(sorted(str(k) for k in parsed)[:6]))
+    for option, value in (("rules", rules), ("placement", placement)):
+        if value is not None:
+            expect("nccl_stragglers", value, (Mapping,), "%s as a mapping" % option)
+    return stragglers.nccl_stragglers(plain(parsed), plain(rules) if rules else None,
+                                      plain(placement) if placement else None)
+
+
+def slow_report(judged, health=None, addresses=None, job=None, read=None, output="report"):
+    """nccl_stragglers' result, {host: node_health result} of the stragglers' nodes, {name the Inspector wrote or
+    address: inventory host} and [{node, read, msg, hostnames, files}] of the nodes asked -> the report
+    (judge/slow_job.py); output 'markdown' gives slow.md of a report."""
+    if output == "markdown":
+        expect("slow_report", judged, (Mapping,), "a slow-job report (slow_report's result)")
+        return slow_job.render_markdown(plain(judged))
+    if output != "report":
+        fail("slow_report", "output must be report or markdown, got %r" % (output,))
+    expect("slow_report", judged, (Mapping,), "nccl_stragglers' result")
+    if "verdict" not in judged or judged.get("verdict") not in stragglers.VERDICTS:
+        fail("slow_report", "expects nccl_stragglers' result (verdict stragglers, agree or unknown), got verdict %r"
+             % (judged.get("verdict"),))
+    for option, value in (("health", health), ("addresses", addresses)):
+        if value is not None:
+            expect("slow_report", value, (Mapping,), "%s as a mapping" % option)
+    expect_list_of_mappings("slow_report", read or [], "read: the nodes asked, each {node, read, msg, ...}")
+    if job is not None:
+        text.check_line("job", str(job))
+    return slow_job.slow_report(plain(judged), plain(health or {}), plain(addresses or {}), job,
+                                [plain(r) for r in read or []])
+
+
 class FilterModule(object):
     def filters(self):
         return filters({"dcgm_diag_summary": dcgm_diag_summary, "dcgm_diag_records": dcgm_diag_records,
                         "return_certificate": return_certificate, "hang_report": hang_report,
-                        "hang_addresses": hang_addresses})
+                        "hang_addresses": hang_addresses, "nccl_stragglers": nccl_stragglers,
+                        "slow_report": slow_report})

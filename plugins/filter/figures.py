@@ -29,7 +29,7 @@ def figures_metrics(records, kind, cluster="gpufabric", run_time=None, nodes=Non
     return figures.text(kind, records, cluster, time.time() if when is None else when, nodes or None)
 
 
-_REPORT = {"hang": "hang_report", "burnin": "burnin_result", "tune": "nccl_tune_result", "ddp": "ddp_benchmark_result"}
+_REPORT = {"hang": "hang_report", "slow": "slow_report", "burnin": "burnin_result", "tune": "nccl_tune_result", "ddp": "ddp_benchmark_result"}
 
 
 class FilterModule(object):

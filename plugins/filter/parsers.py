@@ -12,8 +12,8 @@ __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health, link_health
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import (
-    dcgm, eadm, gpu, ibdev2netdev, iblinkinfo, ibnetdiscover, ibstat, lldp, mlxconfig, mlxlink, nccl_debug, nccl_ras,
-    nccl_tests, nvidia_imex, nvidia_smi_fabric, nvidia_smi_q, nvlink, perftest, rdma, rdma_link, show_gids)
+    dcgm, eadm, gpu, ibdev2netdev, iblinkinfo, ibnetdiscover, ibstat, lldp, mlxconfig, mlxlink, nccl_debug, nccl_inspector,
+    nccl_ras, nccl_tests, nvidia_imex, nvidia_smi_fabric, nvidia_smi_q, nvlink, perftest, rdma, rdma_link, show_gids)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import cabling
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import (
     TEXT, Mapping, expect, fail, filters, loaded_or_text, number_or_none, plain, tool_text)
@@ -125,6 +125,30 @@ def parse_nccl_ras(value):
     return nccl_ras.parse_nccl_ras(tool_text("parse_nccl_ras", value))
 
 
+def parse_nccl_inspector(value, limits=None, job=None):
+    """One Inspector file's text, [{name, content}], or what the nccl_inspector module returned on each node (one
+    result, or a list of them: merged, a record two nodes read counted once)."""
+    name = "parse_nccl_inspector"
+    if limits is not None:
+        expect(name, limits, (Mapping,), "limits as a mapping (max_communicators, max_collectives, ...)")
+    if job is not None:
+        expect(name, job, TEXT + (int,), "job as a Slurm job id")
+    if isinstance(value, Mapping) and "parsed" in value:
+        value = [value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Mapping) and ("parsed" in v or "communicators"
+                                                                                       in v) for v in value):
+        parts = [plain(v.get("parsed") if "parsed" in v else v) for v in value]
+        return nccl_inspector.merge([p for p in parts if p], plain(limits) if limits else None)
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            expect(name, item, (Mapping,), "files as [{name, content}]; item %d" % index)
+        files = [{"name": item.get("name"), "content": tool_text(name, item.get("content"))} for item in value]
+    else:
+        files = tool_text(name, value)
+    return nccl_inspector.parse_nccl_inspector(files, plain(limits) if limits else None,
+                                               None if job is None else str(job))
+
+
 def parse_dcgmi_diag(value):
     return dcgm.parse_dcgmi_diag(tool_text("parse_dcgmi_diag", value))
 
@@ -169,7 +193,8 @@ class FilterModule(object):
             "parse_nvlink_status": parse_nvlink_status, "parse_nvlink_errors": parse_nvlink_errors,
             "parse_nccl_debug": parse_nccl_debug, "parse_dcgmi_diag": parse_dcgmi_diag,
             "parse_mlxconfig": parse_mlxconfig, "parse_mlxlink": parse_mlxlink, "parse_iblinkinfo": parse_iblinkinfo,
-            "parse_nccl_ras": parse_nccl_ras, "parse_nvidia_imex_ctl": parse_nvidia_imex_ctl,
+            "parse_nccl_ras": parse_nccl_ras, "parse_nccl_inspector": parse_nccl_inspector,
+            "parse_nvidia_imex_ctl": parse_nvidia_imex_ctl,
             "parse_ibnetdiscover": parse_ibnetdiscover, "parse_lldp_neighbors": parse_lldp_neighbors,
             "parse_nvidia_smi_fabric": parse_nvidia_smi_fabric,
         })

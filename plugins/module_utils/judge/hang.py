@@ -23,48 +23,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import rank as severity_rank
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import markdown_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import suspects
 
-# Findings that speak of the node's hardware, firmware or configuration (not the job): every health finding is one.
-HARDWARE_SEVERITIES = ("critical", "warning")
+# The join of a suspect with its node's health is judge/suspects.py's, shared with slow.yml's stragglers.
+HARDWARE_SEVERITIES = suspects.HARDWARE_SEVERITIES
 VERDICTS = ("healthy", "suspects", "trouble", "unknown")
-
-
-def _node_health(health, host):
-    """(findings that count, complete, why not known) of one node's check result."""
-    result = (health or {}).get(host)
-    if result is None:
-        return [], False, "no health check of %s (not in the inventory, or not reached)" % host
-    if result.get("failed") or result.get("unreachable"):
-        return [], False, "the health check of %s could not run: %s" % (host, result.get("msg") or "unreachable")
-    found = sorted((f for f in result.get("findings") or [] if f.get("severity") in HARDWARE_SEVERITIES),
-                   key=lambda f: (severity_rank(f.get("severity")), f.get("check") or "", f.get("target") or ""))
-    unread = result.get("unreadable") or []
-    return found, bool(result.get("complete", not unread)), "; ".join(unread) if unread else None
-
-
-def _where(suspect, host):
-    rank = "rank %s" % suspect["rank"] if suspect.get("rank") is not None else "process %s" % suspect.get("pid")
-    gpu = ", GPU %s" % suspect["nvml_gpu"] if suspect.get("nvml_gpu") is not None else ""
-    return "%s %s on node %s%s" % (rank, suspect.get("kind") or "singled out", host, gpu)
-
-
-def judge_suspect(suspect, host, health):
-    """One suspect with its node's findings -> the suspect with host, verdict, hardware, line."""
-    found, complete, unread = _node_health(health, host)
-    entry = dict(suspect, host=host, hardware=found, health_complete=complete)
-    where = _where(suspect, host)
-    if found:
-        shown = "; ".join("%s %s" % (f.get("check"), f.get("detail")) for f in found[:3])
-        entry.update(verdict="hardware", line="%s (%s); node %s: %s" % (where, suspect.get("why"), host, shown))
-    elif complete:
-        entry.update(verdict="application", line="%s (%s); no hardware finding on %s: look at the application" % (
-            where, suspect.get("why"), host))
-    else:
-        entry.update(verdict="unknown", line="%s (%s); node %s not known healthy: %s" % (
-            where, suspect.get("why"), host, unread or "its health check did not read every source"))
-    return entry
+judge_suspect = suspects.judge_suspect
 
 
 def hang_report(status, asked, health=None, addresses=None, job=None):
@@ -88,8 +53,7 @@ def hang_report(status, asked, health=None, addresses=None, job=None):
         report["suspects"].append(judge_suspect(suspect, host, health))
     if report["suspects"]:
         report["verdict"] = "suspects"
-        counts = dict((v, sum(1 for s in report["suspects"] if s["verdict"] == v))
-                      for v in ("hardware", "application", "unknown"))
+        counts = suspects.verdict_counts(report["suspects"])
         report["summary"] = "%d suspect(s): %d with a hardware finding, %d without (the application), %d unknown" % (
             len(report["suspects"]), counts["hardware"], counts["application"], counts["unknown"])
     elif report["communicators"]:

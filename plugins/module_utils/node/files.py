@@ -80,6 +80,29 @@ def read_bytes(path, limit=MAX_READ, follow=True):
         os.close(handle)
 
 
+def read_tail(path, limit):
+    """(the last ``limit`` bytes of the regular file at ``path``, its size, whether its head was left out): a log
+    that grows for a whole job read in bounded memory. Refused and OSError as read_bytes."""
+    _refuse_unless_regular(os.stat(path))
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(handle)
+        _refuse_unless_regular(info)
+        start = max(0, info.st_size - limit)
+        if start:
+            os.lseek(handle, start, os.SEEK_SET)
+        chunks, size = [], 0
+        while size < limit:
+            chunk = os.read(handle, min(_CHUNK, limit - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), info.st_size, start > 0
+    finally:
+        os.close(handle)
+
+
 def _text(raw):
     # As open(path, "r", errors="replace") gave it: universal newlines.
     return raw.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")

@@ -356,6 +356,27 @@ def parse_compute_caps(text):
     return caps
 
 
+_QUERY_PAIR_RE = re.compile(r"^\s*([0-9]{1,10})\s*,\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+
+
+def parse_process_gpus(apps_text, gpus_text):
+    """`nvidia-smi --query-compute-apps=pid,gpu_bus_id --format=csv,noheader` and `--query-gpu=index,pci.bus_id`
+    (same format) -> {pid: {index, bus_id}}: the GPU each process computes on, by nvidia-smi's index. A process on
+    several GPUs keeps its first; a line that is no pair (an error, "No running processes found") is passed over."""
+    index_of = {}
+    for line in _text.clean_lines(gpus_text, "nvidia-smi --query-gpu output"):
+        match = _QUERY_PAIR_RE.match(line)
+        if match:
+            index_of[match.group(2).upper()] = int(match.group(1))
+    processes = {}
+    for line in _text.clean_lines(apps_text, "nvidia-smi --query-compute-apps output"):
+        match = _QUERY_PAIR_RE.match(line)
+        if match and int(match.group(1)) not in processes:
+            bus = match.group(2).upper()
+            processes[int(match.group(1))] = {"index": index_of.get(bus), "bus_id": bus}
+    return processes
+
+
 def parse_nvcc_version(text):
     """`nvcc --version` -> the CUDA release ('13.0'), or None."""
     match = _NVCC_RELEASE_RE.search(_text.clean(text, "nvcc --version output"))

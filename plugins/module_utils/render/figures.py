@@ -4,8 +4,8 @@
 """The figures of validation runs as metric families, so a fleet's numbers can be graphed against time and
 baseline: nccl-tests busbw per collective, size and node set; perftest bandwidth and latency per pair;
 burn-in busbw per pair or group and its verdict per host; NCCL tuning busbw per setting; DDP images/s and
-scaling efficiency; the DCGM diagnostic per node; readiness findings. Pure functions from each role's judged records to metrics.family() lists; metrics.render
-writes them for node_exporter's textfile collector.
+scaling efficiency; the DCGM diagnostic per node; readiness findings; a hung job's suspects; a slow job's ranks
+(slow_figures.py). Pure functions from each role's judged records to metrics.family() lists; metrics.render writes them for node_exporter's textfile collector.
 
 The collector takes no timestamps, so every kind carries its run's time as a gauge of its own
 (``gpufabric_<kind>_run_timestamp_seconds``). A failed measurement (nan, inf) or a figure the record does
@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import perftest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
-from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics
+from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics, slow_figures
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import compress_hostlist
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import check_line
 
-KINDS = ("nccl_tests", "perftest", "burnin", "tune", "ddp", "dcgm_diag", "readiness", "hang")
+KINDS = ("nccl_tests", "perftest", "burnin", "tune", "ddp", "dcgm_diag", "readiness", "hang", "slow")
 # The kinds whose records do not name the hosts they ran on: the caller names them (``nodes``).
 KINDS_WITH_NODES = ("tune", "ddp")
 PLACEMENTS = ("out_of_place", "in_place")
@@ -547,6 +547,8 @@ def families(kind, records, cluster, run_time, nodes=None):
         return readiness_families(records, cluster, run_time)
     if kind == "hang":
         return hang_families(records, cluster, run_time)
+    if kind == "slow":
+        return slow_figures.slow_families(records, cluster, run_time)
     return ddp_families(records, cluster, run_time, nodes)
 
 

@@ -310,7 +310,7 @@ def test_records_with_missing_keys_are_read_as_far_as_they_go(kind):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("nccl", [], "c", WHEN), "kind must be one of nccl_tests, perftest, burnin, tune, ddp, dcgm_diag, readiness, hang, got 'nccl'"),
+    (("nccl", [], "c", WHEN), "kind must be one of nccl_tests, perftest, burnin, tune, ddp, dcgm_diag, readiness, hang, slow, got 'nccl'"),
     (("burnin", {"results": []}, "c", WHEN), "burnin figures are read from a list of records, got dict"),
     (("perftest", [{}, "x"], "c", WHEN), "perftest record 1 is not a mapping but str"),
     (("ddp", [], "a\nb", WHEN), "cluster contains a newline"),
