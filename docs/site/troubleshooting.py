@@ -106,11 +106,12 @@ def role_failures():
     found = {}
     paths = sorted(glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml")))
     paths += sorted(glob.glob(os.path.join(ROOT, "playbooks", "*.yml")))
+    paths += sorted(glob.glob(os.path.join(ROOT, "playbooks", "tasks", "*.yml")))
     for path in paths:
         with open(path, encoding="utf-8") as handle:
             data = yaml.safe_load(handle) or []
         parts = _rel(path).split(os.sep)
-        owner = parts[1] if parts[0] == "roles" else "playbook " + parts[1][:-4]
+        owner = parts[1] if parts[0] == "roles" else "playbook " + "/".join(parts[1:])[:-4]
         for failure in _tasks(data, _rel(path)):
             key = "%s: %s" % (owner, failure["name"])
             if key in found:

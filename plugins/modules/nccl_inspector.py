@@ -23,8 +23,8 @@ description:
   - Asks C(nvidia-smi) which GPU each process computes on, so a straggler is named with its GPU (and, with the
     node's GPU-to-NIC map, the NIC its rail uses).
   - Reads only; check mode runs the same. A missing directory is not a failure - RV(read) is false, saying why (the
-    job did not run with the Inspector here): unknown, never healthy.
-  - The playbook P(gpufabric.rdma.slow#playbook) runs it on every node of a job, then judges the ranks with the filter
+    job did not run with the Inspector here) - unknown, never healthy.
+  - The playbook C(gpufabric.rdma.slow) runs it on every node of a job, then judges the ranks with the filter
     P(gpufabric.rdma.nccl_stragglers#filter).
 options:
   path:
