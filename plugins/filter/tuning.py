@@ -1,16 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The nccl_tune role's decisions (module_utils/plan/tuning.py) as filters."""
+"""The nccl_tune role's decisions (module_utils/plan/tuning.py) as filters; the NCCL Inspector's variables of one job
+(module_utils/plan/nccl.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ddp
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import tuning
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import nccl, tuning
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import chart
-from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters, number_or_none
+from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters, number_or_none, plain
 
 
 def nccl_tune_candidates(has_rdma, gpus=2, extra=None):
@@ -49,7 +50,17 @@ def ddp_report(runs, min_images_per_s_per_gpu=None, min_efficiency=None, baselin
                       number_or_none("ddp_report", "min_efficiency", min_efficiency), baseline)
 
 
+def nccl_inspector_env(inspector, job_dir=None):
+    """{plugin, dump_dir, prom, interval} -> the Inspector's variables {name: value} (plan/nccl.py, one reason each
+    there); ``job_dir``: the job's own dump folder (JSON lines), in place of dump_dir."""
+    expect("nccl_inspector_env", inspector, (Mapping,), "the Inspector's settings {plugin, dump_dir, prom, interval}")
+    if job_dir is not None:
+        expect("nccl_inspector_env", job_dir, (str,), "job_dir as a path")
+        return nccl.inspector_job_env(plain(inspector), job_dir)
+    return dict((name, value) for name, value, reason in nccl.inspector_env(plain(inspector)))
+
+
 class FilterModule(object):
     def filters(self):
         return filters({"nccl_tune_candidates": nccl_tune_candidates, "nccl_tune_report": nccl_tune_report,
-                        "ddp_report": ddp_report})
+                        "ddp_report": ddp_report, "nccl_inspector_env": nccl_inspector_env})

@@ -49,6 +49,20 @@ options:
     type: list
     elements: str
     default: []
+  inspector:
+    description:
+      - Switch on NCCL's Inspector profiler plugin (NCCL 2.28 and later) for every NCCL process of the node, which
+        writes each collective's time and bandwidth per communicator and rank (read by the playbook
+        C(gpufabric.rdma.slow)). Off when not given.
+      - C(plugin) - the plugin's C(libnccl-profiler-inspector.so) (the P(gpufabric.rdma.nccl#role) role builds it);
+        C(dump_dir) - where a job that names no folder of its own writes (the collection's Slurm jobs and Kubernetes
+        workloads write into C(<dump_dir>/<job>)), or with C(prom) node_exporter's textfile directory; C(prom) -
+        Prometheus textfiles (NCCL 2.30 and later) instead of JSON lines; C(interval) - seconds between dumps while
+        the job runs (1 for JSON lines, at least 30 for textfiles).
+      - Sets C(NCCL_PROFILER_PLUGIN), C(NCCL_INSPECTOR_ENABLE), C(NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS),
+        C(NCCL_INSPECTOR_DUMP_DIR) and with C(prom) C(NCCL_INSPECTOR_PROM_DUMP), each with its reason. The Inspector's
+        variables are known to RV(reasons)' check of names (no typo warning).
+    type: dict
   rdma_devices:
     description:
       - RDMA devices as returned by M(gpufabric.rdma.rdma_devices). Default is to discover them
@@ -226,6 +240,7 @@ def main():
             socket_ifname=dict(type="str"),
             overrides=dict(type="dict", default={}),
             unset=dict(type="list", elements="str", default=[]),
+            inspector=dict(type="dict"),
             rdma_devices=dict(type="list", elements="dict"),
             gpu=dict(type="dict"),
             sysfs_root=dict(type="path", default="/sys"),
@@ -250,7 +265,8 @@ def main():
         _check_procfs_root(module, params["procfs_root"])
         ifname = nccl.default_route_interface(read_text(os.path.join(params["procfs_root"], "net", "route")))
     try:
-        result = nccl.compute_env(params["profile"], devices, ifname, params["overrides"], params["unset"], params["gpu"])
+        result = nccl.compute_env(params["profile"], devices, ifname, params["overrides"], params["unset"],
+                                  gpu=params["gpu"], inspector=params["inspector"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     for warning in result["warnings"]:

@@ -30,7 +30,7 @@ options:
   path:
     description:
       - The Inspector's dump directory of the job on this node (C(NCCL_INSPECTOR_DUMP_DIR)); the collection's jobs
-        write into C(<nccl_env_inspector_dump_root>/<job id>).
+        write into C(<gpufabric_nccl_inspector_dump_root>/<job id>).
     type: path
     required: true
   job:

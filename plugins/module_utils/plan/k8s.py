@@ -422,8 +422,48 @@ def device_plugin_manifests(plugin, options=None):
 
 
 def workload_manifest(kind, options):
-    """'acs_deployment', 'pytorchjob', 'mpijob', 'tfjob' or 'dcgm_diag_job' plus keyword options -> one manifest."""
+    """'acs_deployment', 'pytorchjob', 'mpijob', 'tfjob' or 'dcgm_diag_job' plus keyword options -> one manifest.
+    ``inspector`` ({plugin, dump_dir, prom, interval}, plan/nccl.py) switches NCCL's Inspector on in every pod
+    (with_inspector)."""
     if kind not in _WORKLOADS:
         raise ManifestError("workload kind must be one of %s, got %r" % (", ".join(sorted(_WORKLOADS)), kind))
     given = dict((k, v) for k, v in (options or {}).items() if v is not None)
-    return _call(_WORKLOADS[kind], given, "workload %s" % kind)
+    inspector = given.pop("inspector", None)
+    if inspector and kind == "dcgm_diag_job":
+        raise ManifestError("dcgm_diag_job runs no NCCL: the Inspector is for training and nccl-tests workloads")
+    if inspector and kind == "mpijob":   # mpirun passes the launcher's variables to the ranks (-x)
+        given["env"] = dict(given.get("env") or {}, **_inspector_env(inspector, given.get("name")))
+    manifest = _call(_WORKLOADS[kind], given, "workload %s" % kind)
+    return with_inspector(manifest, inspector) if inspector else manifest
+
+
+def _inspector_env(inspector, name):
+    try:
+        checked = nccl.check_inspector(inspector)
+    except ValueError as exc:
+        raise ManifestError(str(exc))
+    return nccl.inspector_job_env(checked, "%s/%s" % (checked["dump_dir"], _name(name, "name")))
+
+
+def with_inspector(manifest, inspector):
+    """The workload with NCCL's Inspector on in every container of every pod: its variables, the dump folder the
+    workload's own (``<dump_dir>/<name>`` on the node, where the playbook gpufabric.rdma.slow reads it; with ``prom``
+    node_exporter's textfile directory itself), both through hostPath volumes - the plugin's folder read-only, at the
+    same path as on the node (its link to the build of the node's NCCL version resolves inside the pod)."""
+    env = _inspector_env(inspector, manifest["metadata"]["name"])
+    plugin_dir = env["NCCL_PROFILER_PLUGIN"].rpartition("/")[0] or "/"
+    dumps = env["NCCL_INSPECTOR_DUMP_DIR"]
+    mounts = [{"name": "nccl-inspector-plugin", "mountPath": plugin_dir, "readOnly": True},
+              {"name": "nccl-inspector-dumps", "mountPath": dumps}]
+    volumes = [{"name": "nccl-inspector-plugin", "hostPath": {"path": plugin_dir, "type": "Directory"}},
+               {"name": "nccl-inspector-dumps", "hostPath": {"path": dumps, "type": "DirectoryOrCreate"}}]
+    for ignored, template in pod_templates(manifest):
+        spec = template.setdefault("spec", {})
+        for container in spec.get("containers") or []:
+            kept = [item for item in container.get("env") or [] if item.get("name") not in env]
+            container["env"] = sorted(kept + _env(env), key=lambda item: item["name"])
+            container["volumeMounts"] = [m for m in container.get("volumeMounts") or []
+                                         if m.get("name") not in ("nccl-inspector-plugin", "nccl-inspector-dumps")] + mounts
+        spec["volumes"] = [v for v in spec.get("volumes") or []
+                           if v.get("name") not in ("nccl-inspector-plugin", "nccl-inspector-dumps")] + volumes
+    return manifest

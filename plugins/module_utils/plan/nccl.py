@@ -236,7 +236,7 @@ def check_variables(names):
     """Warnings for names NCCL does not know, with the closest known name when there is one."""
     warnings = []
     for name in names:
-        if not name.startswith("NCCL_") or name in KNOWN_VARIABLES:
+        if not name.startswith("NCCL_") or name in KNOWN_VARIABLES or name in INSPECTOR_VARIABLES:
             continue
         close = difflib.get_close_matches(name, sorted(KNOWN_VARIABLES), n=1, cutoff=0.8)
         hint = "; did you mean %s?" % close[0] if close else ""
@@ -244,12 +244,13 @@ def check_variables(names):
     return warnings
 
 
-def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, unset=None, gpu=None):
+def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, unset=None, gpu=None, inspector=None):
     """The NCCL environment for one node: {'env', 'profile', 'reasons', 'warnings'}.
 
     ``profile`` may be `auto`; ``gpu`` (gpu_facts' facts) adds what the node's NVLink calls for (nvlink_entries);
-    ``overrides`` (dict) has the last word, ``unset`` (names) removes variables. Every variable comes with one line
-    saying why it is there.
+    ``inspector`` ({plugin, dump_dir, prom, interval}) switches the NCCL Inspector on (inspector_env); ``overrides``
+    (dict) has the last word, ``unset`` (names) removes variables. Every variable comes with one line saying why it
+    is there.
     """
     devices = check_devices(rdma_devices)
     if socket_ifname is not None:
@@ -261,6 +262,8 @@ def compute_env(profile, rdma_devices=None, socket_ifname=None, overrides=None, 
     else:
         entries, warnings = _dynamic(resolved, devices, socket_ifname)
     entries = entries + nvlink_entries(gpu, resolved)
+    if inspector:
+        entries = entries + inspector_env(inspector)
     env = {}
     reasons = {}
     for name, value, reason in entries:
@@ -326,3 +329,82 @@ def default_route_interface(proc_net_route):
         if len(fields) > 7 and fields[1] == "00000000" and fields[7] == "00000000":
             return fields[0]
     return None
+
+
+# --- The NCCL Inspector (issue 57): NCCL's profiler plugin that writes each collective's time and bandwidth, per
+# communicator and rank, for the straggler judge (judge/stragglers.py). Its own block: the variables it reads
+# (NVIDIA/nccl plugins/profiler/inspector/inspector.cc, the table of its parameters) are known to it, not to NCCL.
+INSPECTOR_PLUGIN = "libnccl-profiler-inspector.so"
+INSPECTOR_VARIABLES = frozenset("""
+NCCL_INSPECTOR_ENABLE NCCL_INSPECTOR_ENABLE_P2P NCCL_INSPECTOR_DUMP_THREAD_ENABLE
+NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS NCCL_INSPECTOR_DUMP_DIR NCCL_INSPECTOR_DUMP_VERBOSE
+NCCL_INSPECTOR_PROM_DUMP NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES NCCL_INSPECTOR_DUMP_COLL_RING_SIZE
+NCCL_INSPECTOR_DUMP_P2P_RING_SIZE NCCL_INSPECTOR_COLL_POOL_SIZE NCCL_INSPECTOR_P2P_POOL_SIZE
+NCCL_INSPECTOR_COMM_POOL_SIZE NCCL_INSPECTOR_POOL_GROW NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING
+""".split())
+# The plugin writes its Prometheus textfiles at most this often (inspector_prom.cc, MIN_PROM_INTERVAL, 30 s).
+INSPECTOR_PROM_MIN_INTERVAL = 30
+_INSPECTOR_KEYS = ("plugin", "dump_dir", "prom", "interval")
+_ABSOLUTE = re.compile(r"^/[A-Za-z0-9_./+@:-]{0,4095}$")
+
+
+def check_inspector(inspector):
+    """{plugin, dump_dir, prom, interval} checked -> the same with defaults (prom false; interval 1 s for JSON lines,
+    30 s for textfiles); ValueError naming the key, the value and what would be right."""
+    if not isinstance(inspector, dict):
+        raise ValueError("inspector must be a mapping of plugin, dump_dir, prom, interval, got %r" % (inspector,))
+    unknown = sorted(set(inspector) - set(_INSPECTOR_KEYS))
+    if unknown:
+        raise ValueError("inspector has unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(_INSPECTOR_KEYS)))
+    prom = inspector.get("prom", False)
+    if not isinstance(prom, bool):
+        raise ValueError("inspector.prom must be true or false, got %r" % (prom,))
+    least = INSPECTOR_PROM_MIN_INTERVAL if prom else 1
+    interval = inspector.get("interval")
+    interval = least if interval is None else interval
+    if isinstance(interval, bool) or not isinstance(interval, int) or not least <= interval <= 86400:
+        raise ValueError("inspector.interval must be whole seconds from %d to 86400%s, got %r" % (
+            least, " (the plugin writes its textfiles at most every 30 s)" if prom else "", interval))
+    for key in ("plugin", "dump_dir"):
+        value = inspector.get(key)
+        if not isinstance(value, str) or not _ABSOLUTE.match(value) or "/../" in value + "/":
+            raise ValueError("inspector.%s must be an absolute path of letters, digits and _./+@:-, got %r" % (key, value))
+    if not inspector["plugin"].endswith(".so"):
+        raise ValueError("inspector.plugin must be the plugin's shared library (%s), got %r"
+                         % (INSPECTOR_PLUGIN, inspector["plugin"]))
+    return {"plugin": inspector["plugin"], "dump_dir": inspector["dump_dir"].rstrip("/") or "/", "prom": prom,
+            "interval": interval}
+
+
+def inspector_env(inspector):
+    """The Inspector's variables for a node's NCCL environment: [(name, value, reason)], one reason each."""
+    checked = check_inspector(inspector)
+    entries = [
+        ("NCCL_PROFILER_PLUGIN", checked["plugin"], "NCCL loads the Inspector, its profiler plugin (NCCL 2.28 and "
+                                                    "later), built against this NCCL by the nccl role"),
+        ("NCCL_INSPECTOR_ENABLE", "1", "the plugin records nothing unless enabled"),
+        ("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", str(checked["interval"] * 1000000),
+         "written every %d s while the job runs (the plugin's default writes only when a communicator ends, and "
+         "slow.yml reads running jobs)" % checked["interval"]),
+    ]
+    if checked["prom"]:
+        entries += [
+            ("NCCL_INSPECTOR_PROM_DUMP", "1", "Prometheus textfiles, one per GPU labelled with its Slurm job, instead "
+                                              "of JSON lines (NCCL 2.30 and later)"),
+            ("NCCL_INSPECTOR_DUMP_DIR", checked["dump_dir"], "node_exporter's textfile directory: the per-GPU figures "
+                                                            "are scraped as they are written"),
+        ]
+    else:
+        entries.append(("NCCL_INSPECTOR_DUMP_DIR", checked["dump_dir"],
+                        "one JSON-lines file per process; a job that names no folder of its own writes here (the "
+                        "collection's Slurm jobs and Kubernetes workloads write into <this>/<job>)"))
+    return entries
+
+
+def inspector_job_env(inspector, job_dir):
+    """The Inspector's variables for one job, {name: value}: the node's, its dump folder the job's own (``job_dir``:
+    the Slurm templates give '<dump_dir>/$SLURM_JOB_ID' to the shell, Kubernetes '<dump_dir>/<workload>')."""
+    env = dict((name, value) for name, value, reason in inspector_env(inspector))
+    if not check_inspector(inspector)["prom"]:
+        env["NCCL_INSPECTOR_DUMP_DIR"] = job_dir
+    return env
