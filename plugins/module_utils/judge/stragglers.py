@@ -201,25 +201,28 @@ def slow_communicators(communicators, rules):
 
 
 def bucket_groups(buckets):
-    """The Prometheus buckets of collectives as communicators: {(job, comm_name, nranks, n_nodes): {(collective,
-    message_size, algo_proto): {(node, gpu): (exec_us, busbw)}}}."""
+    """The Prometheus buckets of collectives as communicators: {(job, comm_id or comm_name, nranks, n_nodes):
+    {(collective, message_size, algo_proto): {(node, gpu, comm_rank): (exec_us, busbw)}}} - the textfiles of NCCL
+    2.30 name no communicator but by its name, nor any rank (comm_rank None); a newer plugin's do."""
     groups = {}
     for bucket in buckets or []:
         if bucket.get("kind") != "coll" or bucket.get("exec_us") is None:
             continue
-        comm = (bucket.get("slurm_job_id"), bucket.get("comm_name"), bucket.get("nranks"), bucket.get("n_nodes"))
+        comm = (bucket.get("slurm_job_id"), bucket.get("comm_id") or bucket.get("comm_name"), bucket.get("nranks"),
+                bucket.get("n_nodes"))
         size = (bucket.get("collective"), bucket.get("message_size"), bucket.get("algo_proto"))
-        groups.setdefault(comm, {}).setdefault(size, {})[(bucket.get("node"), bucket.get("gpu"))] = (
-            bucket["exec_us"], bucket.get("busbw"))
+        member = (bucket.get("node"), bucket.get("gpu"), bucket.get("comm_rank"))
+        groups.setdefault(comm, {}).setdefault(size, {})[member] = (bucket["exec_us"], bucket.get("busbw"))
     return groups
 
 
 def judge_buckets(key, sizes, rules):
     """One Prometheus 'communicator' (job, comm_name, nranks, n_nodes) -> judged like judge_communicator, its ranks
     named by node and GPU (the textfiles carry no rank)."""
-    members = sorted(set(member for ranks in sizes.values() for member in ranks), key=lambda m: (str(m[0]), str(m[1])))
-    rows = dict((m, {"rank": None, "host": m[0], "gpu": m[1], "compared": 0, "late": 0, "waits": [], "times": [],
-                     "busbw": []}) for m in members)
+    members = sorted(set(member for ranks in sizes.values() for member in ranks),
+                     key=lambda m: (str(m[0]), str(m[1]), str(m[2])))
+    rows = dict((m, {"rank": int(m[2]) if str(m[2] or "").isdigit() else None, "host": m[0], "gpu": m[1],
+                     "compared": 0, "late": 0, "waits": [], "times": [], "busbw": []}) for m in members)
     compared = 0
     for size in sorted(sizes, key=lambda s: tuple(str(p) for p in s)):
         entry = {"ranks": dict((str(index), list(sizes[size][m]) + [None]) for index, m in enumerate(members)
@@ -238,7 +241,7 @@ def judge_buckets(key, sizes, rules):
         if late is not None and _significant(others - own, others, rules):
             rows[members[late]]["late"] += 1
             rows[members[late]]["waits"].append(others - own)
-    out = [{"rank": None, "host": r["host"], "gpu": r["gpu"], "pid": None, "compared": r["compared"], "late": r["late"],
+    out = [{"rank": r["rank"], "host": r["host"], "gpu": r["gpu"], "pid": None, "compared": r["compared"], "late": r["late"],
             "late_share": _share(r["late"], r["compared"]), "wait_us": median(r["waits"]), "exec_us": median(r["times"]),
             "busbw": median(r["busbw"])} for r in (rows[m] for m in members)]
     late = [index for index, r in enumerate(out) if r["compared"] >= rules["min_buckets"]

@@ -40,13 +40,20 @@ LIMITS = {"max_communicators": 64, "max_collectives": 512, "max_samples": 200000
           "max_object_bytes": 65536, "max_problems": 20}
 FORMATS = ("json", "prom")
 # The Prometheus metrics: name -> (collective or point-to-point, which figure).
+# A newer plugin (seen in the search index, not in NCCL 2.30.7) also writes each bucket's count and time sum, and
+# labels comm_id, comm_rank, world_rank and message_size_bytes: the mean time is then sum / count where no mean is
+# written, and a bucket carries its communicator and rank.
 PROM_METRICS = {"nccl_bus_bandwidth_gbs": ("coll", "busbw"),
                 "nccl_collective_exec_time_microseconds": ("coll", "exec_us"),
+                "nccl_collective_exec_time_sum_microseconds": ("coll", "exec_sum"),
+                "nccl_collective_count": ("coll", "count"),
                 "nccl_p2p_bus_bandwidth_gbs": ("p2p", "busbw"),
-                "nccl_p2p_exec_time_microseconds": ("p2p", "exec_us")}
+                "nccl_p2p_exec_time_microseconds": ("p2p", "exec_us"),
+                "nccl_p2p_exec_time_sum_microseconds": ("p2p", "exec_sum"),
+                "nccl_p2p_count": ("p2p", "count")}
 # The labels of a bucket, in the order the plugin prints them (a collective's, then a point-to-point's own).
-PROM_LABELS = ("version", "slurm_job_id", "node", "gpu", "comm_name", "n_nodes", "nranks", "collective",
-               "message_size", "algo_proto", "p2p_operation")
+PROM_LABELS = ("version", "slurm_job_id", "node", "gpu", "comm_id", "comm_name", "comm_rank", "n_nodes", "nranks",
+               "collective", "message_size", "algo_proto", "p2p_operation")
 _PROM_NAME_RE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]{0,199})")
 _LABEL_NAME_RE = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]{0,99})\s*=\s*\"")
 _UNESCAPE = {"\\": "\\", "\"": "\"", "n": "\n"}
@@ -233,9 +240,11 @@ class Collector(object):
                 self.dropped["buckets"] += 1
                 return
             bucket = self.buckets[key] = dict((label, labels.get(label)) for label in PROM_LABELS)
-            bucket.update(kind=kind, busbw=None, exec_us=None, file=source)
+            bucket.update(kind=kind, busbw=None, exec_us=None, exec_sum=None, count=None, file=source)
         self.counts["prom_samples"] += 1
         bucket[figure] = value if math.isfinite(value) else None
+        if bucket["exec_us"] is None and bucket["exec_sum"] is not None and bucket["count"]:
+            bucket["exec_us"] = bucket["exec_sum"] / bucket["count"]
 
     def result(self):
         return {"formats": sorted(set(f["format"] for f in self.files if f.get("format"))), "files": self.files,
@@ -435,7 +444,7 @@ _BUCKET_METRICS = dict(((kind, figure), name) for name, (kind, figure) in PROM_M
 
 
 def _replay_bucket(collector, bucket):
-    for figure in ("busbw", "exec_us"):
+    for figure in ("busbw", "exec_us", "exec_sum", "count"):
         if bucket.get(figure) is not None:
             collector.add_bucket(_BUCKET_METRICS[(bucket.get("kind"), figure)], bucket, bucket[figure],
                                  bucket.get("file"))

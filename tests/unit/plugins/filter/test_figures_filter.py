@@ -46,8 +46,8 @@ def test_the_run_time_defaults_to_now_and_the_cluster_is_every_series_label():
 
 
 @pytest.mark.parametrize("args, kwargs, message", [
-    ((lab_runs(), "nccl"), {}, "kind must be one of nccl_tests, perftest, burnin, tune, ddp, dcgm_diag, readiness, hang, got 'nccl'"),
-    ((lab_runs(), ["burnin"]), {}, "kind must be one of nccl_tests, perftest, burnin, tune, ddp, dcgm_diag, readiness, hang, got a list of 1"),
+    ((lab_runs(), "nccl"), {}, "kind must be one of nccl_tests, perftest, burnin, tune, ddp, dcgm_diag, readiness, hang, slow, got 'nccl'"),
+    ((lab_runs(), ["burnin"]), {}, "kind must be one of nccl_tests, perftest, burnin, tune, ddp, dcgm_diag, readiness, hang, slow, got a list of 1"),
     (({"results": []}, "burnin"), {}, "expects a list of burnin records (wrap one report in a list: [burnin_result]), "
                                       "got a mapping"),
     (("runs.json", "nccl_tests"), {}, "expects a list of nccl_tests records, got a string"),

@@ -338,3 +338,24 @@ def test_node_sets_too_long_for_a_label_never_break_the_file(lab_runs):
     found = samples(figures.text("nccl_tests", runs, "c", WHEN))
     nodes = [dict(k)["nodes"] for k in series(found, "gpufabric_nccl_tests_largest_size_busbw_gigabytes_per_second")]
     assert len(nodes) == 1 and nodes[0].endswith("...")
+
+
+def test_a_slow_jobs_ranks_as_metrics_a_rank_drifting_shows():
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import slow_job, stragglers
+    from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_inspector
+    folder = os.path.join(ROOT, "tests", "unit", "fixtures", "nccl_inspector", "job_8rank_rank5_late_constructed")
+    parsed = nccl_inspector.parse_nccl_inspector([{"name": name, "content": open(os.path.join(folder, name)).read()}
+                                                  for name in sorted(os.listdir(folder))])
+    report = slow_job.slow_report(stragglers.nccl_stragglers(parsed), {"gpu-a02": {"findings": [], "complete": True}},
+                                  job="4242")
+    text = figures.text("slow", [report], "c", WHEN)
+    promtool_check(text)
+    found = samples(text)
+    assert one(found, "gpufabric_slow_verdict", job="4242") == 1 and series(found, "gpufabric_slow_verdict",
+                                                                             verdict="stragglers")
+    assert one(found, "gpufabric_slow_straggler", rank=5, node="gpu-a02", kind="late", verdict="application") == 1
+    assert one(found, "gpufabric_slow_rank_late_ratio", rank=5, node="gpu-a02") == 1
+    assert one(found, "gpufabric_slow_rank_late_ratio", rank=4) == 0
+    assert 0.0015 <= one(found, "gpufabric_slow_rank_wait_seconds", rank=5) <= 0.004
+    assert len(series(found, "gpufabric_slow_rank_busbw_gigabytes_per_second")) == 8
+    assert one(found, "gpufabric_slow_run_timestamp_seconds") == WHEN

@@ -58,6 +58,11 @@ PARSERS = {
     "text.launcher_lines": ("text.launcher_lines(t)", "[1,0]<stdout>:x\n"),
     "text.describe_unsafe": ("text.describe_unsafe(t)", ""),
     "k8s.node_labels": ("k8s.node_labels({'rdma_devices': [], 'gpu': {'count': 1}, 'hostname': t[:63]})", ""),
+    "nccl_inspector.json_lines": ("nccl_inspector.parse_nccl_inspector([{'name': 'h-pid1.log', 'content': t}])",
+                                  '{"header":{"id":"0x1","rank":0,"n_ranks":2,"nnodes":1},"metadata":{},'
+                                  '"coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_exec_time_us":5}}\n{\n'),
+    "nccl_inspector.textfile": ("nccl_inspector.parse_nccl_inspector([{'name': 'm.prom', 'content': t}])",
+                                'nccl_bus_bandwidth_gbs{node="n",gpu="GPU0",comm_name="c",nranks="2"} 1\n'),
     "dcgm.parse_dcgmi_diag": ("dcgm.parse_dcgmi_diag(t)", "| Diagnostic                | Result      |\n"
                               "|-----  Stress  ------------+-------------|\n| Targeted Power | Pass - GPUs: 0, 2 |\n"
                               "| Warning                   | GPU 1 Max p |\n"),
@@ -98,7 +103,7 @@ RUNNER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import numbers, text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm, gpu, kernel_log, nccl_conf, nccl_tests, perftest, rdma, slurm_conf, slurm_jobs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm, gpu, kernel_log, nccl_conf, nccl_inspector, nccl_tests, perftest, rdma, slurm_conf, slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s, nccl, netconf
 call, context, shapes = json.loads(sys.stdin.read())
 N = 100000

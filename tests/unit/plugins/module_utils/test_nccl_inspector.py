@@ -143,3 +143,25 @@ def test_a_bad_limit_is_refused_naming_it(limits, message):
     with pytest.raises(ValueError) as error:
         inspector.check_limits(limits)
     assert message in str(error.value)
+
+
+def test_a_real_textfile_of_a_64_gpu_job_published_by_nvidia_reads_as_three_buckets():
+    parsed = inspector.parse_nccl_inspector(one("blog_prom_nvl72_job1670760.prom"))
+    send, recv, scatter = sorted(parsed["buckets"], key=lambda b: (b["kind"] == "coll", b["p2p_operation"] != "Send"))
+    assert (send["p2p_operation"], send["nranks"], send["busbw"], send["exec_us"]) == ("Send", "64", 19.1634, 92.8984)
+    assert (recv["p2p_operation"], recv["busbw"], recv["exec_us"]) == ("Recv", 19.2396, 92.5781)
+    assert (scatter["collective"], scatter["slurm_job_id"], scatter["node"], scatter["n_nodes"], scatter["nranks"],
+            scatter["message_size"], scatter["algo_proto"], scatter["busbw"], scatter["exec_us"]) == (
+        "ReduceScatter", "1670760", "nvl72033-T01", "4", "32", "134-135MB", "RING_SIMPLE", 44.1181, 104164.0)
+    assert parsed["problems"] == [] and parsed["counts"]["prom_samples"] == 6
+
+
+def test_a_newer_textfile_with_counts_sums_and_ranks_gives_each_buckets_mean_and_rank():
+    # The labels and metrics a newer inspector_prom.cc writes (comm_id, comm_rank; count and time sum, no mean).
+    labels = ('version="v5.1",slurm_job_id="9",world_rank="3",local_rank="3",node="n1",gpu="GPU3",comm_id="0xab",'
+              'comm_name="unknown",comm_rank="3",n_nodes="1",nranks="4",collective="AllReduce",message_size="1-2MB",'
+              'message_size_bytes="1048576",algo_proto="RING_LL",timing_source="kernel_gpu"')
+    text = ("nccl_bus_bandwidth_gbs{%s} 10\nnccl_collective_count{%s} 4\n"
+            "nccl_collective_exec_time_sum_microseconds{%s} 400\n" % (labels, labels, labels))
+    (bucket,) = inspector.parse_nccl_inspector([{"name": "m.prom", "content": text}])["buckets"]
+    assert (bucket["comm_id"], bucket["comm_rank"], bucket["count"], bucket["exec_us"]) == ("0xab", "3", 4.0, 100.0)

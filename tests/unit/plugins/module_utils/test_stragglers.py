@@ -127,3 +127,14 @@ def test_a_name_two_nodes_read_on_shared_storage_is_left_to_the_addresses():
     assert slow_job.host_map(read) == {"gpu-a01": "n1"}
     assert slow_job.host_map(read, {"gpu-a02": "n2"}) == {"gpu-a01": "n1", "gpu-a02": "n2"}
     assert slow_job.gpu_target("00000000:3B:00.0") == "0000:3b:00" and slow_job.gpu_target("x") is None
+
+
+def test_one_gpus_real_textfile_compares_nothing_and_says_so():
+    judged = stragglers.nccl_stragglers(parsed_file("blog_prom_nvl72_job1670760.prom"))
+    assert judged["verdict"] == "unknown" and judged["stragglers"] == []
+    assert judged["summary"] == ("too few collectives to compare: communicator unknown (job 1670760) 0 compared of the 1 "
+                                "needed")
+
+
+def parsed_file(name):
+    return inspector.parse_nccl_inspector([{"name": name, "content": open(os.path.join(HERE, name)).read()}])
