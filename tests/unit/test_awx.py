@@ -114,8 +114,8 @@ def _doc_options(module):
     return set(json.loads(out.stdout)[module]["doc"]["options"])
 
 
-def test_there_is_a_template_for_discover_site_validate_burnin_and_hang():
-    wanted = ["burnin.yml", "configure.yml", "discover.yml", "hang.yml", "site.yml", "validate.yml"]
+def test_there_is_a_template_for_discover_site_validate_burnin_hang_and_slow():
+    wanted = ["burnin.yml", "configure.yml", "discover.yml", "hang.yml", "site.yml", "slow.yml", "validate.yml"]
     assert sorted(t["playbook"] for t in TEMPLATES) == wanted
 
 
