@@ -9,19 +9,17 @@ incomplete is never resumed."""
 
 import json
 import os
-import subprocess
 import sys
-import time
 
 import pytest
 
+import kube_standin
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-SERVER = os.path.join(ROOT, "tests", "lab", "kube-api-standin", "server.py")
 STANDIN_SMI = os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi")
 CAPTURE = os.path.join(ROOT, "tests", "unit", "fixtures", "nvidia_smi", "q_h200x8.xml")
 XID_79 = "2026-11-23T18:00:00+00:00 n1 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
 OTHER_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-FAKE_KUBECTL = os.path.join(ROOT, "tests", "stubs", "fake_kubectl.py")
 
 pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
                                 reason="needs the collection installed (make unit sets ANSIBLE_COLLECTIONS_PATH)")
@@ -32,20 +30,7 @@ def cluster(tmp_path):
     nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "resourceVersion": "1", "annotations": {}},
               "spec": {"taints": [OTHER_TAINT]}},
              {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}, "spec": {"unschedulable": True}}]
-    (tmp_path / "nodes.json").write_text(json.dumps(nodes))
-    portfile = tmp_path / "port"
-    server = subprocess.Popen([sys.executable, SERVER, str(tmp_path / "nodes.json"), str(tmp_path / "requests.jsonl"),
-                               str(portfile)])
-    for attempt in range(100):
-        if portfile.exists() and portfile.read_text():
-            break
-        time.sleep(0.05)
-    port = portfile.read_text()
-    (tmp_path / "kubeconfig").write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "standin",
-        "clusters": [{"name": "standin", "cluster": {"server": "http://127.0.0.1:%s" % port}}],
-        "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "u"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    server = kube_standin.start(tmp_path, nodes)
     capture = tmp_path / "capture"
     capture.mkdir()
     (capture / "q.xml").write_text(open(CAPTURE).read())
@@ -65,31 +50,18 @@ def cluster(tmp_path):
         "remediator_settings": {"mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
                                 "rate_limit": {"max_nodes": 1, "max_percent": 100},
                                 "circuit_breaker": {"max_percent": 100},
-                                "kubernetes": {"enabled": True, "kubectl": FAKE_KUBECTL,
-                                               "kubeconfig": str(tmp_path / "kubeconfig")}}}))
+                                "kubernetes": kube_standin.kubernetes_settings(tmp_path)}}))
     yield tmp_path
     server.terminate()
     server.wait()
 
 
 def run(path, *extra):
-    env = dict(os.environ, ANSIBLE_BECOME="false", ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run(["ansible-playbook", "-i", str(path / "inventory.yml"), "-e", "@" + str(path / "vars.yml"),
-                           "-e", "ansible_become=false", "-e", "gpufabric_report_root=%s" % (path / "report"),
-                           "gpufabric.rdma.remediate"] + list(extra),
-                          capture_output=True, text=True, env=env, check=False, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    return proc.stdout
+    return kube_standin.run_playbook(path, "gpufabric.rdma.remediate", *extra)
 
 
-def patches(path):
-    log = path / "requests.jsonl"
-    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return [entry for entry in lines if entry["method"] == "PATCH"]
-
-
-def nodes(path):
-    return dict((n["metadata"]["name"], n) for n in json.loads((path / "nodes.json").read_text()))
+patches = kube_standin.patches
+nodes = kube_standin.nodes
 
 
 def test_check_mode_reads_and_changes_nothing_anywhere(cluster):

@@ -15,18 +15,16 @@ import glob
 import json
 import os
 import shutil
-import subprocess
 import sys
-import time
 
 import pytest
+
+import kube_standin
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 JOB = os.path.join(FIXTURES, "nccl_inspector", "job_8rank_rank5_late_constructed")
-SERVER = os.path.join(ROOT, "tests", "lab", "kube-api-standin", "server.py")
 STANDIN_SMI = os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi")
-FAKE_KUBECTL = os.path.join(ROOT, "tests", "stubs", "fake_kubectl.py")
 PIDS = {"n1": ("gpu-a01", (41001, 41002, 41003, 41004)), "n2": ("gpu-a02", (52001, 52002, 52003, 52004))}
 
 pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
@@ -75,21 +73,8 @@ def _node(tmp_path, host):
 
 @pytest.fixture
 def job(tmp_path):
-    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "resourceVersion": "1", "annotations": {}},
-              "spec": {}} for name in ("n1", "n2")]
-    (tmp_path / "nodes.json").write_text(json.dumps(nodes))
-    portfile = tmp_path / "port"
-    server = subprocess.Popen([sys.executable, SERVER, str(tmp_path / "nodes.json"), str(tmp_path / "requests.jsonl"),
-                               str(portfile)])
-    for attempt in range(100):
-        if portfile.exists() and portfile.read_text():
-            break
-        time.sleep(0.05)
-    (tmp_path / "kubeconfig").write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "standin",
-        "clusters": [{"name": "standin", "cluster": {"server": "http://127.0.0.1:%s" % portfile.read_text()}}],
-        "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "u"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    server = kube_standin.start(tmp_path, [{"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": name, "resourceVersion": "1", "annotations": {}}, "spec": {}} for name in ("n1", "n2")])
     (tmp_path / "inventory.yml").write_text(json.dumps({"all": {"hosts": dict(
         (host, _node(tmp_path, host)) for host in ("n1", "n2"))}}))
     (tmp_path / "vars.yml").write_text(json.dumps({
@@ -97,27 +82,17 @@ def job(tmp_path):
         "remediator_settings": {"mode": "enforce", "policy": [{"check": "gpu_clock_throttle", "action": "drain"}],
                                 "rate_limit": {"max_nodes": 1, "max_percent": 100},
                                 "circuit_breaker": {"max_percent": 100},
-                                "kubernetes": {"enabled": True, "kubectl": FAKE_KUBECTL,
-                                               "kubeconfig": str(tmp_path / "kubeconfig")}}}))
+                                "kubernetes": kube_standin.kubernetes_settings(tmp_path)}}))
     yield tmp_path
     server.terminate()
     server.wait()
 
 
 def run(path, *extra):
-    env = dict(os.environ, ANSIBLE_BECOME="false", ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run(["ansible-playbook", "-i", str(path / "inventory.yml"), "-e", "@" + str(path / "vars.yml"),
-                           "-e", "ansible_become=false", "-e", "gpufabric_report_root=%s" % (path / "report"),
-                           "gpufabric.rdma.slow"] + list(extra),
-                          capture_output=True, text=True, env=env, check=False, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    return proc.stdout
+    return kube_standin.run_playbook(path, "gpufabric.rdma.slow", *extra)
 
 
-def _patches(path):
-    log = path / "requests.jsonl"
-    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return [entry for entry in lines if entry["method"] == "PATCH"]
+_patches = kube_standin.patches
 
 
 def test_the_late_rank_is_named_with_its_gpu_and_its_nodes_throttle_and_the_decider_drains_its_node(job):
