@@ -38,6 +38,16 @@ def kubernetes_settings(path):
     return {"enabled": True, "kubectl": FAKE_KUBECTL, "kubeconfig": str(path / "kubeconfig")}
 
 
+def decider_vars(path, policy, **more):
+    """The variables of a decider on host n1 that acts on this server: enforce mode, ``policy``, limits that let one
+    node drain; ``more`` on top."""
+    return dict({"remediate_decider_host": "n1", "remediator_state_dir": str(path / "decider"),
+                 "remediator_settings": {"mode": "enforce", "policy": policy,
+                                         "rate_limit": {"max_nodes": 1, "max_percent": 100},
+                                         "circuit_breaker": {"max_percent": 100},
+                                         "kubernetes": kubernetes_settings(path)}}, **more)
+
+
 def run_playbook(path, playbook, *extra):
     """ansible-playbook ``playbook`` with path/inventory.yml, path/vars.yml and reports under path/report, no become;
     its output, asserting it passed."""

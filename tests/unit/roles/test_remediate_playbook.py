@@ -45,12 +45,8 @@ def cluster(tmp_path):
     smi = tmp_path / "nvidia-smi"
     smi.write_text("#!/bin/sh\nNVIDIA_SMI_CAPTURE=%s exec %s \"$@\"\n" % (capture, STANDIN_SMI))
     smi.chmod(0o755)
-    (tmp_path / "vars.yml").write_text(json.dumps({
-        "remediate_decider_host": "n1", "remediator_state_dir": str(tmp_path / "decider"),
-        "remediator_settings": {"mode": "enforce", "policy": [{"severity": "critical", "action": "drain"}],
-                                "rate_limit": {"max_nodes": 1, "max_percent": 100},
-                                "circuit_breaker": {"max_percent": 100},
-                                "kubernetes": kube_standin.kubernetes_settings(tmp_path)}}))
+    (tmp_path / "vars.yml").write_text(json.dumps(kube_standin.decider_vars(
+        tmp_path, [{"severity": "critical", "action": "drain"}])))
     yield tmp_path
     server.terminate()
     server.wait()

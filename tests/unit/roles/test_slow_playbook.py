@@ -77,12 +77,8 @@ def job(tmp_path):
         "name": name, "resourceVersion": "1", "annotations": {}}, "spec": {}} for name in ("n1", "n2")])
     (tmp_path / "inventory.yml").write_text(json.dumps({"all": {"hosts": dict(
         (host, _node(tmp_path, host)) for host in ("n1", "n2"))}}))
-    (tmp_path / "vars.yml").write_text(json.dumps({
-        "slow_nodes": ["n1", "n2"], "remediate_decider_host": "n1", "remediator_state_dir": str(tmp_path / "decider"),
-        "remediator_settings": {"mode": "enforce", "policy": [{"check": "gpu_clock_throttle", "action": "drain"}],
-                                "rate_limit": {"max_nodes": 1, "max_percent": 100},
-                                "circuit_breaker": {"max_percent": 100},
-                                "kubernetes": kube_standin.kubernetes_settings(tmp_path)}}))
+    (tmp_path / "vars.yml").write_text(json.dumps(kube_standin.decider_vars(
+        tmp_path, [{"check": "gpu_clock_throttle", "action": "drain"}], slow_nodes=["n1", "n2"])))
     yield tmp_path
     server.terminate()
     server.wait()
