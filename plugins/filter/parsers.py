@@ -135,8 +135,9 @@ def parse_nccl_inspector(value, limits=None, job=None):
         expect(name, job, TEXT + (int,), "job as a Slurm job id")
     if isinstance(value, Mapping) and "parsed" in value:
         value = [value]
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Mapping) and ("parsed" in v or "communicators"
-                                                                                       in v) for v in value):
+    results = isinstance(value, (list, tuple)) and value and all(
+        isinstance(v, Mapping) and ("parsed" in v or "communicators" in v) for v in value)
+    if results:
         parts = [plain(v.get("parsed") if "parsed" in v else v) for v in value]
         return nccl_inspector.merge([p for p in parts if p], plain(limits) if limits else None)
     if isinstance(value, (list, tuple)):

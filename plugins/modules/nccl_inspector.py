@@ -70,6 +70,7 @@ attributes:
     description: It only reads.
   diff_mode:
     support: none
+    description: It changes nothing, so there is no diff.
 seealso:
   - module: gpufabric.rdma.nccl_ras
 """

@@ -134,8 +134,8 @@ def main():
     delay_ms = float(args[args.index("--delay-ms") + 1]) if "--delay-ms" in args else 5.0
     import torch
     gpus = torch.cuda.device_count()
-    print("torch %s, NCCL %s, %d GPUs, scenario %s" % (torch.__version__, ".".join(map(str, torch.cuda.nccl.version())),
-                                                        gpus, scenario), flush=True)
+    nccl = ".".join(map(str, torch.cuda.nccl.version()))
+    print("torch %s, NCCL %s, %d GPUs, scenario %s" % (torch.__version__, nccl, gpus, scenario), flush=True)
     if scenario not in SCENARIOS or (scenario != "healthy" and gpus < 2):
         print("scenario %s needs 2 or more GPUs (one of %s)" % (scenario, ", ".join(SCENARIOS)))
         sys.exit(2)

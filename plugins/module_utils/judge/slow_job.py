@@ -22,6 +22,9 @@ import re
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import markdown_table
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import stragglers, suspects
 
+# What the report keeps of each judged communicator.
+_COMM_KEYS = ("id", "name", "n_ranks", "nnodes", "ranks_seen", "ranks_missing", "compared", "partial", "verdict", "late",
+              "source", "ranks")
 _BUS_RE = re.compile(r"^(?:[0-9a-fA-F]{4})?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?$")
 
 
@@ -55,10 +58,7 @@ def slow_report(judged, health=None, addresses=None, job=None, read=None):
     report = {"job": job, "read": list(read or []), "rules": judged.get("rules"), "dropped": judged.get("dropped") or {},
               "problems": judged.get("problems") or [], "suspects": [],
               "stragglers_left_out": judged.get("stragglers_left_out") or 0,
-              "communicators": [dict((k, c.get(k)) for k in ("id", "name", "n_ranks", "nnodes", "ranks_seen",
-                                                            "ranks_missing", "compared", "partial", "verdict", "late",
-                                                            "source", "ranks"))
-                                for c in judged.get("communicators") or []],
+              "communicators": [dict((k, c.get(k)) for k in _COMM_KEYS) for c in judged.get("communicators") or []],
               "slow_communicators": judged.get("slow_communicators") or []}
     for straggler in judged.get("stragglers") or []:
         host = names.get(straggler.get("node")) or straggler.get("node")

@@ -32,6 +32,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.numbers import median
 
 RULES = {"min_wait_us": 50.0, "min_wait_share": 0.2, "late_share": 0.5, "min_collectives": 10, "min_buckets": 1,
@@ -48,7 +50,7 @@ def check_rules(rules):
     for key, value in (rules or {}).items():
         if key not in RULES:
             raise ValueError("unknown rule %r (known: %s)" % (key, ", ".join(sorted(RULES))))
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise ValueError("rule %s must be a number, got %r" % (key, value))
         if key in _FRACTIONS and not 0 < value <= 1:
             raise ValueError("rule %s must be a fraction above 0 and at most 1, got %r" % (key, value))
@@ -149,11 +151,11 @@ def comm_label(judged):
 
 
 def _late_line(judged, row, gpu, nics):
+    figures = (row["late"], row["compared"], comm_label(judged), round(100 * row["late_share"]), row["wait_us"] or 0,
+               row["exec_us"] or 0, "" if gpu is None else "; GPU %s" % gpu,
+               "; its rail's NIC %s" % ", ".join(nics) if nics else "")
     return ("last to arrive at %d of %d collectives of %s compared (%d%%); the others waited a median %.0f us for it "
-            "(its own time %.0f us)%s%s" % (row["late"], row["compared"], comm_label(judged),
-                                           round(100 * row["late_share"]), row["wait_us"] or 0, row["exec_us"] or 0,
-                                           "" if gpu is None else "; GPU %s" % gpu,
-                                           "; its rail's NIC %s" % ", ".join(nics) if nics else ""))
+            "(its own time %.0f us)%s%s" % figures)
 
 
 def _straggler(judged, row, kind, why, placement, gpu_label=None):
@@ -288,8 +290,8 @@ def nccl_stragglers(parsed, rules=None, placement=None):
     gpu_nics: {GPU0: [mlx5_0]}}} as the nodes read it (the nccl_inspector module; discovery's topology)."""
     rules = check_rules(rules)
     comms = [judge_communicator(c, rules) for c in parsed.get("communicators") or []]
-    comms += [judge_buckets(k, v, rules) for k, v in sorted(bucket_groups(parsed.get("buckets")).items(),
-                                                             key=lambda kv: tuple(str(p) for p in kv[0]))]
+    groups = bucket_groups(parsed.get("buckets"))
+    comms += [judge_buckets(key, groups[key], rules) for key in sorted(groups, key=lambda k: tuple(str(p) for p in k))]
     for comm in comms:
         for row in comm["ranks"] if comm.get("source") != "prom" else ():
             index = _placement(placement, row.get("host"), row.get("pid"))[0]

@@ -118,8 +118,8 @@ def read_job(path, runner=None, job=None, pids=None, max_bytes=MAX_BYTES, max_fi
         r.get("host") for c in parsed["communicators"] for r in c["ranks"] if r.get("host")) | set(
         b.get("node") for b in parsed["buckets"] if b.get("node"))))
     records = parsed["counts"]["records"] + parsed["counts"]["prom_samples"]
-    result["msg"] = "%d file(s) read in %s: %d record(s)%s" % (len(contents), path, records,
-                                                                "" if records else " (no dump yet)")
+    result["msg"] = "%d file(s) read in %s: %d record(s)%s" % (
+        len(contents), path, records, "" if records else " (no dump yet)")
     if runner is not None and contents:
         processes, result["placement_problem"] = process_gpus(runner, nvidia_smi)
         result["processes"] = dict((str(pid), gpu) for pid, gpu in processes.items())

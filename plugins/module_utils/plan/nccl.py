@@ -389,10 +389,10 @@ def inspector_env(inspector):
     ]
     if checked["prom"]:
         entries += [
-            ("NCCL_INSPECTOR_PROM_DUMP", "1", "Prometheus textfiles, one per GPU labelled with its Slurm job, instead "
-                                              "of JSON lines (NCCL 2.30 and later)"),
-            ("NCCL_INSPECTOR_DUMP_DIR", checked["dump_dir"], "node_exporter's textfile directory: the per-GPU figures "
-                                                            "are scraped as they are written"),
+            ("NCCL_INSPECTOR_PROM_DUMP", "1",
+             "Prometheus textfiles, one per GPU labelled with its Slurm job, instead of JSON lines (NCCL 2.30 and later)"),
+            ("NCCL_INSPECTOR_DUMP_DIR", checked["dump_dir"],
+             "node_exporter's textfile directory: the per-GPU figures are scraped as they are written"),
         ]
     else:
         entries.append(("NCCL_INSPECTOR_DUMP_DIR", checked["dump_dir"],

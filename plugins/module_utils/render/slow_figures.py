@@ -65,11 +65,10 @@ def slow_families(reports, cluster, run_time):
         job = str(report.get("job") or "")
         verdicts.append((dict(base, job=job, verdict=str(report["verdict"])), 1))
         for suspect in report.get("suspects") or []:
+            gpu = suspect.get("nvml_gpu") if suspect.get("nvml_gpu") is not None else suspect.get("gpu") or ""
             named.append((dict(base, job=job, comm=str(suspect.get("comm_name") or suspect.get("comm") or ""),
                                rank="" if suspect.get("rank") is None else str(suspect["rank"]),
-                               node=str(suspect.get("host") or ""), gpu=str(suspect.get("nvml_gpu")
-                                                                          if suspect.get("nvml_gpu") is not None
-                                                                          else suspect.get("gpu") or ""),
+                               node=str(suspect.get("host") or ""), gpu=str(gpu),
                                nic=",".join(suspect.get("nics") or []), kind=str(suspect.get("kind")),
                                verdict=str(suspect.get("verdict"))), 1))
     ranks = _rank_samples(reports, cluster)

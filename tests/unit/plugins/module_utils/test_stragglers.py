@@ -132,8 +132,8 @@ def test_a_name_two_nodes_read_on_shared_storage_is_left_to_the_addresses():
 def test_one_gpus_real_textfile_compares_nothing_and_says_so():
     judged = stragglers.nccl_stragglers(parsed_file("blog_prom_nvl72_job1670760.prom"))
     assert judged["verdict"] == "unknown" and judged["stragglers"] == []
-    assert judged["summary"] == ("too few collectives to compare: communicator unknown (job 1670760) 0 compared of the 1 "
-                                "needed")
+    assert judged["summary"] == (
+        "too few collectives to compare: communicator unknown (job 1670760) 0 compared of the 1 needed")
 
 
 def parsed_file(name):
