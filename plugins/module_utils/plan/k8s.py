@@ -442,7 +442,7 @@ def _inspector_env(inspector, name):
         checked = nccl.check_inspector(inspector)
     except ValueError as exc:
         raise ManifestError(str(exc))
-    return nccl.inspector_job_env(checked, "%s/%s" % (checked["dump_dir"], _name(name, "name")))
+    return nccl.inspector_job_env(checked, "%s/%s" % (checked["dump_dir"], dns_label(name, "name")))
 
 
 def with_inspector(manifest, inspector):

@@ -76,19 +76,40 @@ def _reads_the_settings(task):
     return False
 
 
+def _plays():
+    for path in sorted(glob.glob(os.path.join(ROOT, "playbooks", "*.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            for play in yaml.safe_load(handle) or []:
+                if "tasks" in play or "roles" in play:
+                    yield path, play
+
+
+def _included_after_the_settings(task_file):
+    """Whether every play that includes playbooks/tasks/<task_file> read the collection's settings before (a task
+    file reads nothing itself: its includer's settings are its own); False where no play includes it."""
+    found = []
+    for path, play in _plays():
+        settings = False
+        for task in every_task((play.get("pre_tasks") or []) + (play.get("tasks") or [])):
+            settings = settings or _reads_the_settings(task)
+            include = task.get("ansible.builtin.include_tasks") or task.get("include_tasks")
+            if isinstance(include, str) and os.path.basename(include) == task_file:
+                found.append(settings)
+    return bool(found) and all(found)
+
+
 def _playbook_sites():
     """(file, play, whether the play read the settings before, expression) of each module argument cluster."""
-    for path in sorted(glob.glob(os.path.join(ROOT, "playbooks", "*.yml")) + glob.glob(os.path.join(ROOT, "playbooks", "tasks", "*.yml"))):
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or []
-        plays = [p for p in data if "tasks" in p or "roles" in p] if os.path.basename(os.path.dirname(path)) != "tasks" else [{"tasks": data}]
-        for play in plays:
-            settings = False
-            for task in every_task((play.get("pre_tasks") or []) + (play.get("tasks") or [])):
-                settings = settings or _reads_the_settings(task)
-                for arguments in task.values():
-                    if isinstance(arguments, dict) and "cluster" in arguments:
-                        yield os.path.relpath(path, ROOT), play.get("name", ""), settings, arguments["cluster"]
+    sites = [(path, play) for path, play in _plays()]
+    sites += [(path, {"tasks": yaml.safe_load(open(path, encoding="utf-8")) or [], "included": True})
+              for path in sorted(glob.glob(os.path.join(ROOT, "playbooks", "tasks", "*.yml")))]
+    for path, play in sites:
+        settings = play.get("included") and _included_after_the_settings(os.path.basename(path))
+        for task in every_task((play.get("pre_tasks") or []) + (play.get("tasks") or [])):
+            settings = settings or _reads_the_settings(task)
+            for arguments in task.values():
+                if isinstance(arguments, dict) and "cluster" in arguments:
+                    yield os.path.relpath(path, ROOT), play.get("name", ""), bool(settings), arguments["cluster"]
 
 
 def test_every_place_that_names_the_cluster_is_found():
