@@ -33,14 +33,21 @@ options:
   reports:
     description:
       - The node's name in the scheduler to what M(gpufabric.rdma.node_health) returned for it (C(findings),
-        C(complete), C(unreadable)).
+        C(complete), C(unreadable)), and optionally C(domain) - where the node sits in an NVLink rack (C(cluster_uuid),
+        C(clique), C(chassis_serial), C(slot), C(tray), as C(nvidia-smi -q) prints them) - by which the decider knows
+        its rack (see C(rack) in O(remediation)).
     type: dict
     required: true
   remediation:
     description:
       - The decider's settings - C(mode) (V(shadow) or V(enforce)), C(policy), C(policy_name), C(rate_limit),
-        C(circuit_breaker), C(escalation), and C(slurm) or C(kubernetes) (C(kubectl), C(kubeconfig)) - as the
-        remediator role's C(remediator_settings) gives them.
+        C(circuit_breaker), C(escalation), C(certification), C(evidence), C(rack), and C(slurm) or C(kubernetes)
+        (C(kubectl), C(kubeconfig)) - as the remediator role's C(remediator_settings) gives them.
+      - C(rack) (C(enabled) true, C(min_nodes) 2, C(window) 300, C(checks) the NVLink fabric and IMEX checks,
+        C(certify) [imex, nvlink_domain], C(racks) {}) - when C(min_nodes) trays of one NVLink rack (the chassis its
+        nodes report, or a rack C(racks) names with its nodes) report a fabric finding the policy drains for within
+        C(window) seconds, the rack's nodes drain together or none does, as one action against the rate limit and the
+        circuit breaker; they resume together, each certified with C(certify) as well.
     type: dict
     required: true
   cluster:
@@ -55,7 +62,7 @@ options:
   certificates:
     description:
       - Return-to-service certificates, the node's name in the scheduler to what the active check it ran after the
-        drain found - C(checks) (each C(name) V(dcgm), V(nccl) or V(pairwise), C(status) V(pass), V(fail), V(warn) or
+        drain found - C(checks) (each C(name) V(dcgm), V(nccl), V(pairwise), V(imex) or V(nvlink_domain), C(status) V(pass), V(fail), V(warn) or
         V(not run), and C(level), C(busbw), C(expected), C(size), C(peer), C(detail)), C(versions) and C(measured_at).
         The C(gpufabric.rdma.remediate) playbook makes them with the filter
         P(gpufabric.rdma.return_certificate#filter).
@@ -126,6 +133,13 @@ healthy:
   returned: always
   type: list
   elements: str
+certify_racks:
+  description:
+    - The racks one of whose nodes waits for a certificate, each with every reported node its rack's decision keeps
+      drained, sorted - what remediate.yml runs the IMEX check on and one NVLink-domain nccl-tests run across (the
+      C(rack.certify) checks), besides each node's own.
+  returned: always
+  type: dict
 certify_checks:
   description: The active check a certificate needs under this policy, for a person (C(dcgm level 2, nccl)).
   returned: always
@@ -187,7 +201,7 @@ def _checked_inputs(module):
         try:
             reports[node] = protocol.check_report({
                 "node": node, "findings": list(result.get("findings") or []), "complete": result.get("complete") is True,
-                "unreadable": list(result.get("unreadable") or []), "source": "awx"})
+                "unreadable": list(result.get("unreadable") or []), "source": "awx", "domain": result.get("domain")})
         except ValueError as exc:
             module.fail_json(msg=str(exc))
     certificates = {}
@@ -217,6 +231,18 @@ def _own_state_dir(module, state_dir):
                          % (state_dir, "its marker names %s" % owner if owner else "no %s marker" % ownership.MARKER))
 
 
+def _certify_racks(decisions):
+    """{rack: [nodes]}: each rack one of whose nodes waits for a certificate, with every node of it that stays drained
+    by the rack's decision - the NVLink-domain run goes across all of them."""
+    racks, waiting = {}, set()
+    for decision in decisions:
+        if decision.get("rack") and decision["action"] == "none":
+            racks.setdefault(decision["rack"], []).append(decision["node"])
+            if decision.get("certify"):
+                waiting.add(decision["rack"])
+    return dict((rack, sorted(racks[rack])) for rack in waiting)
+
+
 def _returned(module, config, result, lines, acted):
     """What the module returns for the decider's result: the decisions, the nodes to certify, to pair with and to
     maintain, the diff of what was done (or would be, in check mode)."""
@@ -224,6 +250,7 @@ def _returned(module, config, result, lines, acted):
     out = dict(changed=bool([d for d in acted if d.get("done") or module.check_mode]), decisions=decisions,
                breaker=result["breaker"], log=lines, certificates=result.get("certificates") or {},
                certify=sorted(d["node"] for d in decisions if d.get("certify")),
+               certify_racks=_certify_racks(decisions),
                certify_checks=certificate.describe_checks(config["remediation"]["certification"]), now=result.get("now"),
                healthy=sorted(d["node"] for d in decisions if d.get("healthy")),
                maintain=dict((d["node"], d["maintain"]) for d in decisions if d.get("maintain")))

@@ -8,7 +8,9 @@ A certificate is made after the drain by a check the decider asked for (``remedi
 names ``certify``), never by the node on itself, and handed to the decider, which stamps it with the scheduler's
 clock (``at``, when it was handed in) and keeps it in the node's ledger record. It holds one entry per check -
 ``dcgm`` (``dcgmi diag`` at a level), ``nccl`` (nccl-tests on the node's own GPUs, judged against its baseline or
-what its links carry), ``pairwise`` (a short run with a healthy peer) - each ``pass``, ``fail``, ``warn`` or
+what its links carry), ``pairwise`` (a short run with a healthy peer), and for a tray of an NVLink rack ``imex`` (the
+IMEX domain as the node's ``nvidia-imex-ctl -N`` sees it: UP, every expected node READY and connected) and
+``nvlink_domain`` (one nccl-tests run across the rack's nodes over NVLink, judged against its expectation) - each ``pass``, ``fail``, ``warn`` or
 ``not run`` with its figures, the versions the check ran with, and ``measured_at``: when the check was made, by the
 scheduler's clock (remediate.yml gives the time the decider read from the scheduler when it asked for the check,
 which is before the check began).
@@ -38,7 +40,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import settings as fields
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.messages import iso
 
-CHECKS = ("dcgm", "nccl", "pairwise")
+CHECKS = ("dcgm", "nccl", "pairwise", "imex", "nvlink_domain")
 STATUSES = ("pass", "fail", "warn", "not run")
 DEFAULTS = {"required": True, "dcgm_level": 2, "checks": ["dcgm", "nccl"], "max_age": 21600}
 MAX_DETAIL = 300
@@ -259,12 +261,28 @@ def _run_check(name, runs, peer=None):
     return entry, version
 
 
-def from_results(dcgm=None, nccl=None, pairwise=None, peer=None, measured_at=None):
+def _imex_check(imex):
+    """The IMEX domain as one node saw it - {domain_state, findings (judge/imex.imex_findings against the rack's nodes),
+    not_run} - as a check entry: a pass only when the domain is UP and no expected node is missing, not READY or cut
+    off; the state unread or the tool not run is 'not run'."""
+    state = imex.get("domain_state")
+    serious = [f for f in imex.get("findings") or [] if f.get("severity") in ("critical", "warning")]
+    if imex.get("not_run") or state is None:
+        return {"name": "imex", "status": "not run",
+                "detail": one_line(str(imex.get("not_run") or "nvidia-imex-ctl gave no domain state"), MAX_DETAIL)}
+    if state != "UP" or serious:
+        detail = "; ".join(f.get("detail") or f.get("check") or "" for f in serious[:3]) or "domain %s" % state
+        return {"name": "imex", "status": "fail", "detail": one_line("domain %s: %s" % (state, detail), MAX_DETAIL)}
+    return {"name": "imex", "status": "pass", "detail": "domain UP"}
+
+
+def from_results(dcgm=None, nccl=None, pairwise=None, peer=None, measured_at=None, imex=None, nvlink_domain=None, rack=None):
     """What the active checks of one node found -> a certificate to hand the decider (check_certificate's shape).
 
     dcgm: the node's dcgm_diag record (dcgm_diag_records' entry: status, level, failures, reason, dcgm_version,
-    driver_version); nccl: its judged single-node runs; pairwise: the judged runs with ``peer``. A check given None
-    is left out (a certificate that lacks a check the policy names does not certify)."""
+    driver_version); nccl: its judged single-node runs; pairwise: the judged runs with ``peer``; imex: {domain_state,
+    findings, not_run} (_imex_check); nvlink_domain: the judged runs across its rack (named ``rack``). A check given
+    None is left out (a certificate that lacks a check the policy names does not certify)."""
     checks, versions = [], {}
     if dcgm is not None:
         status = dcgm.get("status") if dcgm.get("status") in STATUSES else "not run"
@@ -283,13 +301,16 @@ def from_results(dcgm=None, nccl=None, pairwise=None, peer=None, measured_at=Non
         for key, source in (("dcgm", "dcgm_version"), ("driver", "driver_version")):
             if dcgm.get(source):
                 versions[key] = dcgm[source]
-    for name, runs, with_peer in (("nccl", nccl, None), ("pairwise", pairwise, peer)):
+    for name, runs, with_peer in (("nccl", nccl, None), ("pairwise", pairwise, peer),
+                                  ("nvlink_domain", nvlink_domain, "rack %s" % rack if rack else None)):
         if runs is None:
             continue
         entry, version = _run_check(name, list(runs), with_peer)
         checks.append(entry)
         if version and "nccl" not in versions:
             versions["nccl"] = version
+    if imex is not None:
+        checks.append(_imex_check(imex))
     return {"checks": checks, "versions": versions, "measured_at": measured_at}
 
 

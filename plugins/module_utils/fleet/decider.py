@@ -434,13 +434,15 @@ def ask_for_evidence(result, state, settings):
 
 def metrics_text(config):
     """The decider's metrics for Prometheus (GET /metrics): each node's time from drain to its last resume, whether a
-    certificate resumed it, and the evidence store's bundles - read from the state file, never waiting on the lock."""
+    certificate resumed it, each rack's last decision (when, how many nodes), and the evidence store's bundles - read
+    from the state file, never waiting on the lock."""
     state, ignored = statefile.load_json(paths(config["state_dir"])[0], check_state, set_aside=False)
     state = state or empty_state()
     base = {"cluster": config["cluster"]}
     samples = certificate.mttr_samples(_settled(state["ledger"]))
     received = list((state.get("evidence") or {}).values())
     held = held_until(state["ledger"].get("rebuilt"))
+    racks = sorted(((state["ledger"].get("racks") or {}).get("decisions") or {}).items())
     return render_metrics.render([
         render_metrics.family("gpufabric_remediation_held_until_timestamp_seconds", "gauge",
                               "Until when (the scheduler's clock) every drain or resume is held: the decider's decision "
@@ -450,6 +452,15 @@ def metrics_text(config):
                               "Seconds from the drain of a node by gpufabric to its last resume (the decider's MTTR)",
                               [(dict(base, node=node, certified="true" if certified else "false"), seconds)
                                for node, seconds, certified in samples]),
+        render_metrics.family("gpufabric_remediation_rack_decision_timestamp_seconds", "gauge",
+                              "When (the scheduler's clock) the decider last drained or resumed a rack's nodes together "
+                              "(the rack's NVLink domain as one unit)",
+                              [(dict(base, rack=rack, action=d["action"], shadow="true" if d.get("shadow") else "false"),
+                                d["at"]) for rack, d in racks]),
+        render_metrics.family("gpufabric_remediation_rack_nodes", "gauge",
+                              "How many nodes the rack's last decision drained or resumed together",
+                              [(dict(base, rack=rack, action=d["action"], shadow="true" if d.get("shadow") else "false"),
+                                len(d.get("nodes") or [])) for rack, d in racks]),
         render_metrics.family("gpufabric_remediation_evidence_bundles", "gauge",
                               "Evidence bundles received from drained nodes and kept in the decider's state",
                               [(base, len(received))]),

@@ -19,7 +19,7 @@ __metaclass__ = type
 import copy
 import math
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, racks
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import is_ours
 
 # The per-node ledger on Kubernetes (the API server holds it, so a one-shot AWX run sees it too).
@@ -52,6 +52,8 @@ def check_ledger(ledger):
     if not _number_or_none(breaker.get("since")):
         raise ValueError("breaker since must be a time")
     _check_rebuilt(ledger.get("rebuilt"))
+    if "racks" in ledger:   # what the nodes said of their racks, and each rack's last decision (racks.py)
+        racks.check_memory(ledger["racks"])
     return ledger
 
 
@@ -85,6 +87,8 @@ def check_record(record, name="node"):
                 raise ValueError("%s: a drain needs findings (texts) and a reason" % name)
             if not isinstance(entry.get("reason", ""), (str, type(None))) or not isinstance(entry.get("pending", False), bool):
                 raise ValueError("%s: an entry of %s needs a reason (a text) and pending true or false" % (name, key))
+            if not all(isinstance(entry.get(k, ""), (str, type(None))) for k in ("rack", "side")):
+                raise ValueError("%s: the rack of an entry of %s must be a text" % (name, key))
             if entry.get(KEPT_CERTIFICATE) is not None:
                 certificate.check_stored(entry[KEPT_CERTIFICATE], name)
                 if entry[KEPT_CERTIFICATE].get("at") is None or not _number_or_none(entry[KEPT_CERTIFICATE]["at"]):

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The decider's policy and configuration, checked: the rules that map each finding (check, severity) to
 ``drain``, ``notify`` or ``none``, the limits (rate limit, circuit breaker, escalation), the decider's settings
-(mode, the certificate a resume needs, the scheduler it acts on); and the marks of gpufabric's drains: the drain reason it writes (``gpufabric:
+(mode, the certificate a resume needs, the rack as one unit (racks.py), the scheduler it acts on); and the marks of gpufabric's drains: the drain reason it writes (``gpufabric:
 <check> <target> ...``), what such a reason says back, and the taint and annotation it sets on a Kubernetes Node.
 
 Pure functions, standard library only; remediation.py decides with them, ledger.py recognises our drains by them.
@@ -19,7 +19,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, evidence, settings
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, evidence, racks, settings
 
 ACTIONS = ("notify", "drain", "none")
 MODES = ("shadow", "enforce")
@@ -182,7 +182,7 @@ def findings_from_reason(reason):
 
 CONFIG_DEFAULTS = {
     "mode": "shadow", "policy": [], "policy_name": None, "rate_limit": {}, "circuit_breaker": {},
-    "escalation": {}, "certification": {}, "evidence": {},
+    "escalation": {}, "certification": {}, "evidence": {}, "rack": {},
     "slurm": {"enabled": False, "scontrol": "scontrol", "sinfo": "sinfo", "sdiag": "sdiag"},
     "kubernetes": {"enabled": False, "kubectl": "kubectl", "kubeconfig": None},
 }
@@ -215,7 +215,8 @@ def check_config(config):
         raise PolicyError(str(exc))
     try:
         merged["evidence"] = evidence.check_settings(config.get("evidence"))
-    except evidence.EvidenceError as exc:
+        merged["rack"] = racks.check_settings(config.get("rack"), certificate.CHECKS)
+    except (evidence.EvidenceError, racks.RackError) as exc:
         raise PolicyError(str(exc))
     mode = config.get("mode", "shadow")
     if mode not in MODES:

@@ -6,7 +6,9 @@
 Two requests: the node asks for a nonce (``challenge_body``, signed), then sends its report with that nonce
 (``report_body``, signed): HMAC-SHA256 with the cluster's shared report secret, so a report cannot be forged or
 replayed. The body carries ``version``; a decider refuses a version it does not know, naming it (a body without
-one is version 1, what monitors before the field sent). ``check_report`` is the report's one shape.
+one is version 1, what monitors before the field sent). ``check_report`` is the report's one shape. Version 2 adds
+the node's optional ``domain`` (where it sits in an NVLink rack: report_domain); a node sends version 2 only when it
+has one to tell, so a report without it still reaches a decider that reads version 1 alone.
 Pure: the health monitor, the remediate playbook's module and the decider import it, and nothing of either.
 """
 
@@ -23,8 +25,13 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings imp
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.messages import SOURCE
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
 
-VERSION = 1
-VERSIONS = (1,)
+VERSION = 2
+VERSIONS = (1, 2)
+# What a report's ``domain`` holds (version 2): the node's NVLink domain and its place in the rack, as nvidia-smi -q
+# prints them (topology/nvlink.node_domain; report_domain maps its keys).
+DOMAIN_KEYS = ("cluster_uuid", "clique", "chassis_serial", "slot", "tray")
+_SERIAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_CLUSTER_UUID = re.compile(r"^[0-9a-fA-F-]{1,64}$")
 USER_AGENT = SOURCE   # the health monitor, as its messages name it
 # Where a report comes from: the monitor's timer, Slurm's HealthCheckProgram, Prolog and Epilog, an AWX run, an alert.
 SOURCES = ("timer", "healthcheck", "gate", "epilog", "awx", "alert")
@@ -51,7 +58,22 @@ def report_body(node, result, source, nonce):
     findings = [dict((k, f.get(k)) for k in ("check", "severity", "target", "detail", "fix_hint")) for f in result["findings"]]
     report = {"node": node, "findings": findings, "complete": bool(result.get("complete")),
               "unreadable": list(result.get("unreadable") or []), "source": source}
-    return json.dumps({"version": VERSION, "report": report, "nonce": nonce}, sort_keys=True).encode("utf-8")
+    if result.get("domain"):   # version 2: a decider that reads version 1 alone refuses it, naming the upgrade
+        report["domain"] = result["domain"]
+    return json.dumps({"version": VERSION if report.get("domain") else 1, "report": report, "nonce": nonce},
+                      sort_keys=True).encode("utf-8")
+
+
+def report_domain(place):
+    """topology/nvlink.node_domain's result -> the report's ``domain`` {cluster_uuid, clique, chassis_serial, slot,
+    tray}, or None when it names neither a domain nor a chassis (an HGX board, a PCIe card: no rack to tell)."""
+    if not isinstance(place, dict):
+        return None
+    domain = {"cluster_uuid": place.get("cluster_uuid"), "clique": place.get("clique_id"),
+              "chassis_serial": place.get("chassis_serial"), "slot": place.get("slot_number"), "tray": place.get("tray_index")}
+    if not domain["chassis_serial"] and not domain["cluster_uuid"]:
+        return None
+    return domain
 
 
 def report_headers(secret, body):
@@ -108,13 +130,45 @@ def verify_report(secret, body, signature):
     if version not in VERSIONS:
         raise ValueError("the report is of protocol version %r; this decider reads version %s: upgrade the decider "
                          "(roles/remediator) before the nodes' monitors" % (version, ", ".join(str(v) for v in VERSIONS)))
-    return check_report(data.get("report")), data["nonce"]
+    return check_report(data.get("report"), version), data["nonce"]
 
 
-def check_report(report):
+def _whole_or_none(value, where, high):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high):
+        raise ValueError("report domain %s must be a whole number from 0 to %d or null, got %r" % (where, high, value))
+    return value
+
+
+def check_domain(domain):
+    """A report's ``domain`` checked: {cluster_uuid, clique, chassis_serial, slot, tray} with None for what the node
+    does not know (an all-zero cluster UUID is no domain: None), or None when it names neither chassis nor domain."""
+    if domain is None:
+        return None
+    if not isinstance(domain, dict):
+        raise ValueError("report domain must be an object (%s), got %s" % (", ".join(DOMAIN_KEYS), type(domain).__name__))
+    unknown = sorted(set(domain) - set(DOMAIN_KEYS))
+    if unknown:
+        raise ValueError("report domain has unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(DOMAIN_KEYS)))
+    uuid, serial = domain.get("cluster_uuid"), domain.get("chassis_serial")
+    if uuid is not None and (not isinstance(uuid, str) or not _CLUSTER_UUID.match(uuid)):
+        raise ValueError("report domain cluster_uuid must be the ClusterUUID nvidia-smi prints, got %r" % (uuid,))
+    if serial is not None and (not isinstance(serial, str) or not _SERIAL.match(serial)):
+        raise ValueError("report domain chassis_serial must be the chassis serial number nvidia-smi prints (1 to 64 of "
+                         "[A-Za-z0-9._-]), got %r" % (serial,))
+    checked = {"cluster_uuid": uuid.lower() if uuid and uuid.strip("0-") else None,
+               "clique": _whole_or_none(domain.get("clique"), "clique", 2 ** 32),
+               "chassis_serial": serial if serial and serial.strip("0") else None,
+               "slot": _whole_or_none(domain.get("slot"), "slot", 4096), "tray": _whole_or_none(domain.get("tray"), "tray", 4096)}
+    if checked["clique"] == 0 or checked["cluster_uuid"] is None:   # CliqueId 0 or a zero UUID: in no domain
+        checked["cluster_uuid"] = checked["clique"] = None
+    return checked if checked["chassis_serial"] or checked["cluster_uuid"] else None
+
+
+def check_report(report, version=VERSION):
     """A node's report as the decider accepts it, or ValueError naming what is wrong.
 
-    {node, findings: [{check, severity, target, ...}], complete: bool, unreadable: [text], source}
+    {node, findings: [{check, severity, target, ...}], complete: bool, unreadable: [text], source, domain}; ``domain``
+    (check_domain) is read from a version 2 report, and None otherwise.
     """
     if not isinstance(report, dict):
         raise ValueError("a report must be a JSON object, got %s" % type(report).__name__)
@@ -141,4 +195,5 @@ def check_report(report):
     if source not in SOURCES:
         raise ValueError("report source must be one of %s, got %r" % (", ".join(SOURCES), source))
     return {"node": node, "findings": clean_findings, "complete": complete and not unreadable,
-            "unreadable": [one_line(u, 300) for u in unreadable[:20]], "source": source}
+            "unreadable": [one_line(u, 300) for u in unreadable[:20]], "source": source,
+            "domain": check_domain(report.get("domain")) if version >= 2 else None}

@@ -26,6 +26,10 @@ Governance, in the order it is applied:
 - **fail closed**: a resume needs a fresh, complete report (every source read; a report is decided
   the moment it arrives, never from memory) in which every finding recorded at the drain has cleared,
   whatever the policy says now; a node an admin (or anyone but gpufabric) drained is never touched;
+- **the rack is the unit** (``rack``, racks.py): when ``rack.min_nodes`` trays of one NVLink rack report a fabric
+  finding the policy drains for within ``rack.window``, the rack's nodes drain together or none does, as one action
+  against the rate limit and the breaker, and the decision names the rack and, where the trays' findings agree, the
+  switch side; they return together, each certified with ``rack.certify`` (IMEX up, an NVLink-domain run) too;
 - **certified**: and (``certification.required``, the default) a return-to-service certificate recorded after
   the drain and younger than ``certification.max_age``, in which every active check the policy names passed
   (certificate.py); a node that lacks one stays drained and its decision says ``certify``: the check to start.
@@ -34,7 +38,8 @@ Governance, in the order it is applied:
 The policy and the decider's configuration are checked in policy.py; the ledger (its checks, reconcile, confirmed,
 rebuild) is ledger.py's. ``plan`` is a pipeline of named pure phases, each tested alone: remediation_counts.py (the
 open intents, a rebuild's holds, the findings that ask for a drain, the fleet's counts, the certificates, the
-breaker; after the decisions, held causes and bounded history), remediation_triage.py (one decision per node),
+breaker; after the decisions, held causes and bounded history), remediation_racks.py (the racks: what the nodes said
+of them, their events, their nodes as one drain or one resume), remediation_triage.py (one decision per node),
 remediation_drains.py and remediation_resumes.py. Planning is O(N log N) in the number of nodes (counters per
 partition, one sort of the candidates).
 """
@@ -44,7 +49,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation_counts as counts
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation_racks as racks
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import findings_from_reason
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.racks import RACK_FINDING
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation_drains import plan_drains
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation_resumes import plan_resumes
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation_triage import triage
@@ -71,23 +78,27 @@ def plan(reports, fleet, ledger, settings, now, decider="gpufabric-remediator", 
     before), why, reason (for a drain), findings (keys), escalated, shadow, policy, via, certify (it stays drained
     only for want of a certificate: the active check to start), healthy (in service, a complete report, no critical
     or warning finding: a peer for a pairwise check), maintain (the MAINTENANCE findings to carry out on a node
-    drained for them, idle and in no other need: what remediate.yml changes), evidence (a drain's bundle), and for a
-    resume certificate, mttr}.
+    drained for them, idle and in no other need: what remediate.yml changes), evidence (a drain's bundle), rack (the
+    rack whose decision drained, held or resumed the node, else None), and for a resume certificate, mttr}. A node of
+    a rack that did not report gets a decision when its rack drains or returns with it.
 
     The phases, in order, each a pure function named for what it does (remediation_counts, _triage, _drains,
     _resumes; their docstrings number them): the open intents settled, a rebuilt ledger's holds, the findings the
-    policy drains for, the fleet counted, the certificates recorded, the resumes within the interval, the circuit
-    breaker, one decision per node, the drains, the resumes, the causes held back by, the history bounded.
+    policy drains for, the racks (what their nodes said, their events), the fleet counted, the certificates recorded,
+    the resumes within the interval, the circuit breaker, one decision per node, the racks' nodes gathered, the
+    drains, the resumes, the causes held back by, the history bounded.
     """
     ctx = counts.context(settings, now, decider)
     ledger, reconciled = counts.settle_intents(ledger, fleet)
     holds = counts.rebuilt_holds(ledger, now)
     causes_of = counts.drain_causes(reports, fleet, ledger, ctx)
-    counted = counts.count_fleet(fleet, ledger, ctx)
+    view = racks.rack_view(reports, fleet, causes_of, ledger, ctx)
+    counted = counts.count_fleet(fleet, ledger, ctx, view.units)
     taken = counts.take_certificates(certificates, counted.effective, ledger, ctx)
     resumes_recent = counts.recent_resumes(ledger, ctx)
     breaker = counts.trip_breaker(counted, ledger, ctx)
     decisions, drains, resumes = triage(reports, fleet, causes_of, counted.effective, ledger, ctx)
+    drains, resumes = racks.gather(decisions, drains, resumes, fleet, view, counted.effective, ledger, ctx)
     plan_drains(drains, fleet, counted, breaker, holds, ledger, ctx)
     plan_resumes(resumes, reports, breaker, holds, resumes_recent, ledger, ctx)
     counts.mark_held(decisions, ledger)
@@ -114,8 +125,11 @@ def messages(result, scheduler):
     cause in one message (a fleet-wide alarm is one message, not one per node); breaker changes one per
     partition. Decisions that changed nothing are not told. (What the plan's reconcile confirmed is confirmed_messages':
     the decider saves it with the intents, before it acts.)"""
-    out, held = [], {}
+    out, held, by_rack = [], {}, {}
     for decision in result["decisions"]:
+        if decision.get("rack") and decision["action"] in ("drain", "resume") and not decision.get("error"):
+            by_rack.setdefault((decision["rack"], decision["action"]), []).append(decision)
+            continue
         check, target = _check_target(decision["findings"])
         base = {"node": decision["node"], "check": check, "target": target or decision["node"],
                 "severity": "critical", "detail": decision["why"], "action": decision_text(scheduler, decision),
@@ -130,6 +144,8 @@ def messages(result, scheduler):
             out.append(dict(base, status=status, severity="warning" if decision["action"] == "resume" else "critical"))
         elif decision["held"] and decision.get("newly_held"):
             held.setdefault(decision["why"].split(":", 1)[0], []).append(decision)
+    for key in sorted(by_rack):
+        out.append(_rack_message(key[0], by_rack[key], scheduler))
     for cause in sorted(held):
         group = sorted(held[cause], key=lambda d: d["node"])
         names = [d["node"] for d in group]
@@ -150,6 +166,28 @@ def messages(result, scheduler):
                         part, result["breaker"]["shares"].get(part, 0)),
                     "action": "circuit breaker closed in partition %s: gpufabric acts there again" % part})
     return out
+
+
+def _shown(names, limit=20):
+    return ", ".join(names[:limit]) + (" and %d more" % (len(names) - limit) if len(names) > limit else "")
+
+
+def _rack_message(rack, group, scheduler):
+    """One message for a rack's nodes drained or resumed together (the same decision for each)."""
+    first, names = group[0], [d["node"] for d in group]
+    drain = first["action"] == "drain"
+    escalated = [d["node"] for d in group if d.get("escalated")]
+    status = "shadow" if first["shadow"] else ("drained" if drain else "resumed")
+    done = decision_text(scheduler, dict(first, node=_shown(names, 8) + " together"))
+    detail = first["why"].split("; ESCALATED", 1)[0]
+    if escalated:
+        detail += "; ESCALATED (drained more than the escalation allows; a human resumes them): %s" % _shown(escalated)
+    evidence = [d["evidence"] for d in group if d.get("evidence")]
+    if evidence:
+        detail += "; evidence: %d bundle(s) in the decider's evidence store, collected by the nodes now" % len(evidence)
+    return {"node": "rack %s" % rack, "check": RACK_FINDING, "target": "rack %s: %s" % (rack, _shown(names)),
+            "severity": "critical" if drain else "warning", "status": status, "detail": detail,
+            "action": done, "policy": first["policy"]}
 
 
 def confirmed_messages(reconciled, scheduler):

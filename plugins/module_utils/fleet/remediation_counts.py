@@ -28,7 +28,7 @@ HISTORY = 20
 
 # What every phase reads: the checked settings (policy.check_config) taken apart once, and the scheduler's clock.
 Context = namedtuple("Context", "now decider shadow policy rules limits breaker escalation certification evidence "
-                                "interval window history_from")
+                                "rack interval window history_from")
 # The fleet counted once (count_fleet): effective {node: (drained, ours, since, reason)}; size, in_effect (drained by
 # gpufabric now), recent (drained by gpufabric within the rate interval), unhealthy: {partition: nodes}.
 Counts = namedtuple("Counts", "effective size in_effect recent unhealthy")
@@ -42,7 +42,7 @@ def context(settings, now, decider):
     limits, escalation = settings["rate_limit"], settings["escalation"]
     return Context(now=now, decider=decider, shadow=settings["mode"] == "shadow", policy=settings["policy_name"],
                    rules=settings["policy"], limits=limits, breaker=settings["circuit_breaker"], escalation=escalation,
-                   certification=settings["certification"], evidence=settings["evidence"],
+                   certification=settings["certification"], evidence=settings["evidence"], rack=settings["rack"],
                    interval=limits["interval"], window=settings["circuit_breaker"]["window"],
                    history_from=now - escalation["days"] * 86400)
 
@@ -121,11 +121,21 @@ def _fresh(ours, since, record, ctx):
         ctx.now - e.get("at", 0) <= ctx.interval for e in counted((record or {}).get("drains") or [], ctx.shadow))
 
 
-def count_fleet(fleet, ledger, ctx):
+def _once(counter, seen, part, unit):
+    """One more in ``counter[part]``, unless this unit (a node, or a rack) was counted there already."""
+    if (part, unit) not in seen:
+        seen.add((part, unit))
+        counter[part] = counter.get(part, 0) + 1
+
+
+def count_fleet(fleet, ledger, ctx, units=None):
     """Phase 4: Counts, in one pass over every node of the scheduler: each node's effective state, and per partition
-    its size, our drains in effect and recent ones, and the unhealthy (drained by us, or a drain-worthy finding
-    within the breaker's window)."""
+    its size (in nodes), our drains in effect and recent ones, and the unhealthy (drained by us, or a drain-worthy
+    finding within the breaker's window). ``units`` (remediation_racks.rack_view): the nodes that count as their rack,
+    once, in the last three."""
     size, in_effect, recent, unhealthy, states = {}, {}, {}, {}, {}
+    seen = (set(), set(), set())
+    units = units or {}
     for name, entry in fleet.items():
         record = ledger["nodes"].get(name)
         state = states[name] = effective(entry, record, ctx.shadow)
@@ -133,14 +143,15 @@ def count_fleet(fleet, ledger, ctx):
         sick = ours or (record is not None and record.get("unhealthy_at") is not None
                         and ctx.now - record["unhealthy_at"] <= ctx.window)
         fresh = _fresh(ours, since, record, ctx)
+        unit = units.get(name, name)
         for part in entry.get("partitions") or [NO_PARTITION]:
             size[part] = size.get(part, 0) + 1
             if ours:
-                in_effect[part] = in_effect.get(part, 0) + 1
+                _once(in_effect, seen[0], part, unit)
             if fresh:
-                recent[part] = recent.get(part, 0) + 1
+                _once(recent, seen[1], part, unit)
             if sick:
-                unhealthy[part] = unhealthy.get(part, 0) + 1
+                _once(unhealthy, seen[2], part, unit)
     return Counts(states, size, in_effect, recent, unhealthy)
 
 
@@ -159,9 +170,18 @@ def take_certificates(certificates, states, ledger, ctx):
 
 
 def recent_resumes(ledger, ctx):
-    """Phase 6: how many resumes gpufabric made over the cluster within the rate interval (an open one counts)."""
-    return sum(1 for record in ledger["nodes"].values()
-               for e in counted(record.get("resumes") or [], ctx.shadow) if ctx.now - e.get("at", 0) <= ctx.interval)
+    """Phase 6: how many resumes gpufabric made over the cluster within the rate interval (an open one counts); a
+    rack's nodes returning together (their entries name the rack) count once."""
+    single, racks = 0, set()
+    for record in ledger["nodes"].values():
+        for e in counted(record.get("resumes") or [], ctx.shadow):
+            if ctx.now - e.get("at", 0) > ctx.interval:
+                continue
+            if e.get("rack"):
+                racks.add((e["rack"], e.get("at")))
+            else:
+                single += 1
+    return single + len(racks)
 
 
 def trip_breaker(counts, ledger, ctx):
@@ -203,3 +223,22 @@ def forget_old(ledger, ctx):
         if (not record["drains"] and not record["resumes"] and not record.get("held")
                 and (record.get("unhealthy_at") is None or ctx.now - record["unhealthy_at"] > ctx.window)):
             del ledger["nodes"][name]
+    _forget_rack_marks(ledger, keep_from, ctx)
+
+
+def _forget_rack_marks(ledger, keep_from, ctx):
+    """The rack memory bounded: a fault or a readiness older than rack.window goes, a rack's decision older than the
+    history, and the memory itself once it holds nothing (what each node said of its rack stays while the scheduler
+    lists the node: remediation_racks forgets the others)."""
+    memory = ledger.get("racks")
+    if memory is None:
+        return
+    for name, entry in memory["nodes"].items():
+        if entry.get("fault") and ctx.now - entry["fault"].get("at", 0) > ctx.rack["window"]:
+            del entry["fault"]
+        if entry.get("ready") is not None and ctx.now - entry["ready"] > ctx.rack["window"]:
+            del entry["ready"]
+    memory["nodes"] = dict((name, entry) for name, entry in memory["nodes"].items() if entry)
+    memory["decisions"] = dict((rack, d) for rack, d in memory["decisions"].items() if d.get("at", 0) >= keep_from)
+    if not memory["nodes"] and not memory["decisions"]:
+        del ledger["racks"]

@@ -5,7 +5,9 @@
 (why_it_stays: escalated, an incomplete report, a finding recorded at the drain still there, findings not all known,
 no certificate that answers this drain), then against the circuit breaker, a rebuilt ledger's hold and max_resumes
 (resume_hold), and recorded: a shadow resume in shadow mode, an open intent (pending) in enforce mode, which keeps
-the certificate it spends until the scheduler took it.
+the certificate it spends until the scheduler took it. The nodes a rack's decision drained (remediation_racks.
+RackResume) return together or not at all, on certificates that also show IMEX up and an NVLink-domain run
+(resume_rack), counted as one resume.
 
 Pure: the phase reads its arguments only and records in the plan's copy of the ledger (remediation_counts says what
 ``ctx`` holds).
@@ -23,7 +25,9 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import
     finding_key, findings_from_reason, is_escalated)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation_counts import (
     HISTORY, NO_PARTITION, current_drain, record_of)
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation_triage import maintenance, serious
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation_racks import (
+    RackResume, memory_of, rack_certification)
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation_triage import maintenance, new_decision, serious
 
 # What is known of the drain a resume would lift (drain_in_effect): current, the ledger's entry (None when it has
 # none: then the scheduler's reason tells); recorded, the finding keys it was made for; known, whether that is all of
@@ -107,12 +111,85 @@ def _resume(decision, rec, reason, drain, cert, refused, ctx):
         drain.current["resumed"] = ctx.now
 
 
+def _rack_node(node, rec, entry, reason, report, memory, ctx):
+    """(Drain, certificate, why it stays or None) of one node a rack's decision drained. With its report now:
+    why_it_stays under the rack's certification, its readiness kept for the window; without: ready only when a
+    report within rack.window said so, and its certificate still answers the drain."""
+    drain = drain_in_effect(rec, entry, reason, ctx.shadow)
+    cert = rec.get("certificate")
+    refused = certificate.refusal(cert, drain.at, ctx.now, ctx.certification, rec.get("resumes"))
+    mark = memory["nodes"].setdefault(node, {})
+    if report is not None:
+        said = why_it_stays(report, entry, reason, drain, refused, ctx)
+        if said is None:
+            mark["ready"] = ctx.now
+        else:
+            mark.pop("ready", None)
+        return drain, cert, said
+    if mark.get("ready") is None or ctx.now - mark["ready"] > ctx.rack["window"]:
+        return drain, cert, {"why": "no report within %d s that it may return" % ctx.rack["window"]}
+    return drain, cert, {"why": refused} if refused else None
+
+
+def _waiting_text(rack, waiting):
+    shown = "; ".join("%s: %s" % (node, said["why"].split("stays drained: ", 1)[-1]) for node, said in waiting[:4])
+    more = " and %d more" % (len(waiting) - 4) if len(waiting) > 4 else ""
+    return "stays drained: rack %s returns together, and %d of its node(s) may not yet (%s%s)" % (rack, len(waiting), shown, more)
+
+
+def resume_rack(item, reports, breaker, holds, resumes_recent, ledger, ctx):
+    """A rack's nodes (RackResume) resumed together, or none: every node gpufabric drained by the rack's decision
+    may return (_rack_node; certified with rack.certify as well), then the breaker, a rebuild's hold and max_resumes
+    once for the rack. Returns the resumes counted within the interval now (one more when the rack returns)."""
+    rctx = ctx._replace(certification=rack_certification(ctx))
+    memory = memory_of(ledger)
+    ready, waiting = [], []
+    for decision, rec, entry, reason in item.candidates:
+        drain, cert, said = _rack_node(decision["node"], rec, entry, reason, reports[decision["node"]], memory, rctx)
+        decision["rack"] = item.rack
+        if said is not None:
+            decision.update(said)
+            waiting.append((decision["node"], said))
+        else:
+            ready.append((decision, decision["node"], rec, entry, reason, drain, cert))
+    for node, rec, entry, reason in item.others:
+        drain, cert, said = _rack_node(node, rec, entry, reason, None, memory, rctx)
+        if said is not None:
+            waiting.append((node, said))
+        else:
+            ready.append((None, node, rec, entry, reason, drain, cert))
+    held = _waiting_text(item.rack, sorted(waiting)) if waiting else None
+    parts = sorted(set(p for r in ready for p in r[3].get("partitions") or [NO_PARTITION]))
+    held = held or resume_hold(parts, breaker, holds, resumes_recent, ctx)
+    if held:
+        for decision in [r[0] for r in ready if r[0] is not None]:
+            decision.update(held=not waiting, why=held if waiting else "%s; rack %s returns together" % (held, item.rack))
+        return resumes_recent
+    for decision, node, rec, entry, reason, drain, cert in ready:
+        if decision is None:
+            decision = new_decision(node, {"source": "rack"}, [], ctx)
+            item.decisions.append(decision)
+        decision["rack"] = item.rack
+        _resume(decision, record_of(ledger, node), reason, drain, cert, None, ctx)
+        decision["why"] = "rack %s returns together (%d node(s), every one certified with %s): %s" % (
+            item.rack, len(ready), ", ".join(ctx.rack["certify"]) or "its checks", decision["why"])
+        record_of(ledger, node)["resumes"][-1]["rack"] = item.rack
+    item.decisions.sort(key=lambda d: d["node"])
+    memory["decisions"][item.rack] = {"action": "resume", "at": ctx.now, "nodes": sorted(r[1] for r in ready),
+                                      "shadow": ctx.shadow, "policy": ctx.policy}
+    return resumes_recent + 1
+
+
 def plan_resumes(resumes, reports, breaker, holds, resumes_recent, ledger, ctx):
     """Phase 10: each resume candidate of triage (decision, record, entry, reason), in name order: only on what the
     drain recorded, from a fresh and complete report and a certificate that answers this drain (why_it_stays),
-    within the breaker and budget (resume_hold); returns how many resumes count within the interval now. Updates
-    the decisions and the ledger."""
-    for decision, record, entry, reason in resumes:
+    within the breaker and budget (resume_hold); a rack's nodes (RackResume) by resume_rack. Returns how many resumes
+    count within the interval now. Updates the decisions and the ledger."""
+    for item in resumes:
+        if isinstance(item, RackResume):
+            resumes_recent = resume_rack(item, reports, breaker, holds, resumes_recent, ledger, ctx)
+            continue
+        decision, record, entry, reason = item
         node = decision["node"]
         drain = drain_in_effect(record, entry, reason, ctx.shadow)
         cert = (ledger["nodes"].get(node) or {}).get("certificate")

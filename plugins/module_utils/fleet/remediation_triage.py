@@ -45,10 +45,10 @@ def maintenance(keys, entry, shadow):
 
 def new_decision(node, report, causes, ctx):
     """A decision that changes nothing yet: {node, action, held, why, reason, escalated, findings, shadow, policy,
-    via, certify, healthy, maintain} (remediation.plan's docstring says what each means)."""
+    via, certify, healthy, maintain, rack} (remediation.plan's docstring says what each means)."""
     return {"node": node, "action": "none", "held": False, "why": "", "reason": None, "escalated": False,
             "findings": [finding_key(f) for f in causes], "shadow": ctx.shadow, "policy": ctx.policy,
-            "via": report.get("source", "timer"), "certify": False, "healthy": False, "maintain": []}
+            "via": report.get("source", "timer"), "certify": False, "healthy": False, "maintain": [], "rack": None}
 
 
 def sort_node(report, causes, entry, state, shadow):
