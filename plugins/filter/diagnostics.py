@@ -51,21 +51,30 @@ def dcgm_diag_summary(records, replayed_from=None, output="markdown"):
     return dcgm_diag.summary_markdown([dict(r) for r in records], note)
 
 
-def return_certificate(dcgm=None, nccl=None, pairwise=None, peer=None, measured_at=None):
+def return_certificate(dcgm=None, nccl=None, pairwise=None, peer=None, measured_at=None, imex=None, nvlink_domain=None,
+                       rack=None):
     """One node's active checks since its drain -> the return-to-service certificate the remediate module records:
     ``dcgm`` its dcgm_diag record (dcgm_diag_records' entry), ``nccl`` its judged single-node nccl-tests runs,
-    ``pairwise`` the judged runs with a healthy ``peer``; a check given none is left out, and then does not certify."""
+    ``pairwise`` the judged runs with a healthy ``peer``, and for a tray of an NVLink rack ``imex`` ({domain_state,
+    findings, not_run}: what nvidia-imex-ctl -N said, judged) and ``nvlink_domain`` (the judged runs across its
+    ``rack``); a check given none is left out, and then does not certify."""
     if dcgm is not None:
         expect("return_certificate", dcgm, (Mapping,), "the node's dcgm_diag record")
-    for name, runs in (("nccl", nccl), ("pairwise", pairwise)):
+    if imex is not None:
+        expect("return_certificate", imex, (Mapping,), "imex: {domain_state, findings, not_run}")
+    for name, runs in (("nccl", nccl), ("pairwise", pairwise), ("nvlink_domain", nvlink_domain)):
         if runs is not None:
             expect_list_of_mappings("return_certificate", runs, "%s: the judged nccl-tests runs" % name)
-    if peer is not None:
-        text.check_line("peer", peer)
+    for name, value in (("peer", peer), ("rack", rack)):
+        if value is not None:
+            text.check_line(name, value)
     if measured_at is not None and (isinstance(measured_at, bool) or not isinstance(measured_at, (int, float))):
         fail("return_certificate", "measured_at must be epoch seconds, got %r" % (measured_at,))
     return certificate.from_results(dcgm and dict(dcgm), nccl and [dict(r) for r in nccl],
-                                    pairwise and [dict(r) for r in pairwise], peer, measured_at)
+                                    pairwise and [dict(r) for r in pairwise], peer, measured_at,
+                                    imex=dict(imex) if imex is not None else None,
+                                    nvlink_domain=[dict(r) for r in nvlink_domain] if nvlink_domain is not None else None,
+                                    rack=rack)
 
 
 def hang_report(status, asked=None, health=None, addresses=None, job=None, output="report"):

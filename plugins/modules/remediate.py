@@ -133,13 +133,14 @@ healthy:
   returned: always
   type: list
   elements: str
-certify_racks:
+certify_rack:
   description:
-    - The racks one of whose nodes waits for a certificate, each with every reported node its rack's decision keeps
-      drained, sorted - what remediate.yml runs the IMEX check on and one NVLink-domain nccl-tests run across (the
-      C(rack.certify) checks), besides each node's own.
+    - The rack of each reported node its rack's decision keeps drained, for every rack one of whose nodes waits for a
+      certificate - what remediate.yml reads IMEX on and runs one NVLink-domain nccl-tests run across, rack by rack
+      (the C(rack.certify) checks), besides each node's own checks.
   returned: always
   type: dict
+  sample: {gpu-b01: "1820000000001", gpu-b02: "1820000000001"}
 certify_checks:
   description: The active check a certificate needs under this policy, for a person (C(dcgm level 2, nccl)).
   returned: always
@@ -231,16 +232,16 @@ def _own_state_dir(module, state_dir):
                          % (state_dir, "its marker names %s" % owner if owner else "no %s marker" % ownership.MARKER))
 
 
-def _certify_racks(decisions):
-    """{rack: [nodes]}: each rack one of whose nodes waits for a certificate, with every node of it that stays drained
-    by the rack's decision - the NVLink-domain run goes across all of them."""
-    racks, waiting = {}, set()
+def _certify_rack(decisions):
+    """{node: rack}: every node a rack's decision keeps drained, of each rack one of whose nodes waits for a
+    certificate - the NVLink-domain run goes across all of them."""
+    drained, waiting = {}, set()
     for decision in decisions:
         if decision.get("rack") and decision["action"] == "none":
-            racks.setdefault(decision["rack"], []).append(decision["node"])
+            drained[decision["node"]] = decision["rack"]
             if decision.get("certify"):
                 waiting.add(decision["rack"])
-    return dict((rack, sorted(racks[rack])) for rack in waiting)
+    return dict((node, rack) for node, rack in drained.items() if rack in waiting)
 
 
 def _returned(module, config, result, lines, acted):
@@ -250,7 +251,7 @@ def _returned(module, config, result, lines, acted):
     out = dict(changed=bool([d for d in acted if d.get("done") or module.check_mode]), decisions=decisions,
                breaker=result["breaker"], log=lines, certificates=result.get("certificates") or {},
                certify=sorted(d["node"] for d in decisions if d.get("certify")),
-               certify_racks=_certify_racks(decisions),
+               certify_rack=_certify_rack(decisions),
                certify_checks=certificate.describe_checks(config["remediation"]["certification"]), now=result.get("now"),
                healthy=sorted(d["node"] for d in decisions if d.get("healthy")),
                maintain=dict((d["node"], d["maintain"]) for d in decisions if d.get("maintain")))

@@ -26,6 +26,9 @@ EXCEPTIONS = {
         "the include's variables are templated by the judge's tasks (report.yml), each of which runs once",
     ("playbooks/remediate.yml", "Run nccl-tests over each drained node and the peer, one pair after another"):
         "the nodes the decider names to certify are few (its rate limit), and they share the one peer",
+    ("playbooks/remediate.yml", "Check the rack's IMEX domain and run nccl-tests across it"):
+        "the racks the decider names to certify are few (a rack drain is one action against its rate limit), and the "
+        "play's hosts are their nodes: the loop groups them once per rack",
 }
 
 

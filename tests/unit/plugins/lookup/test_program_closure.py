@@ -21,14 +21,15 @@ RELAY = "roles/fleet_monitoring/files/gpufabric_alert_relay.py"
 NODE_CHECKS = {"node/node_checks", "judge/health", "parse/gpu", "judge/rates", "parse/rdma", "parse/nvlink", "parse/rdma_common",
                "judge/port_traffic", "node/sysfs", "fleet/monitor", "node/checks/all", "node/checks/check", "parse/kernel_log"}
 PLANNER = {"fleet/remediation", "fleet/remediation_counts", "fleet/remediation_triage", "fleet/remediation_drains",
-           "fleet/remediation_resumes", "fleet/policy", "fleet/ledger", "fleet/decider", "fleet/decider_settings",
+           "fleet/remediation_resumes", "fleet/remediation_racks", "fleet/racks", "fleet/policy", "fleet/ledger", "fleet/decider", "fleet/decider_settings",
            "fleet/slurm_nodes", "fleet/k8s_nodes", "fleet/alerts"}
 
 
 @pytest.mark.parametrize("program, must, never", [
     (MONITOR, {"fleet/monitor", "fleet/protocol", "node/node_checks", "fleet/delivery"}, PLANNER),
     (DECIDER, {"fleet/decider", "fleet/remediation", "fleet/remediation_counts", "fleet/remediation_triage",
-               "fleet/remediation_drains", "fleet/remediation_resumes", "fleet/protocol", "fleet/slurm_nodes"}, NODE_CHECKS),
+               "fleet/remediation_drains", "fleet/remediation_resumes", "fleet/remediation_racks", "fleet/racks",
+               "fleet/protocol", "fleet/slurm_nodes"}, NODE_CHECKS),
     (RELAY, {"fleet/alerts", "fleet/delivery", "fleet/service"}, NODE_CHECKS | PLANNER - {"fleet/alerts"}),
 ])
 def test_each_program_ships_its_closure_and_not_the_others_code(program, must, never):

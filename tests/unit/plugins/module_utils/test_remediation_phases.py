@@ -9,6 +9,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certif
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation as r
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation_counts as counts_
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation_drains as drains_
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation_racks as racks_
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation_resumes as resumes_
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import remediation_triage as triage_
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import empty_ledger
@@ -341,11 +342,13 @@ def test_the_plan_is_its_phases_in_order():
     own, reconciled = counts_.settle_intents(ledger, fleet)
     holds = counts_.rebuilt_holds(own, NOW)
     causes = counts_.drain_causes(reports, fleet, own, c)
-    counted = counts_.count_fleet(fleet, own, c)
+    view = racks_.rack_view(reports, fleet, causes, own, c)   # no node tells a rack here: test_remediation_racks' subject
+    counted = counts_.count_fleet(fleet, own, c, view.units)
     taken = counts_.take_certificates({"n3": cert()}, counted.effective, own, c)
     recent = counts_.recent_resumes(own, c)
     breaker = counts_.trip_breaker(counted, own, c)
     decisions, drains, resumes = triage_.triage(reports, fleet, causes, counted.effective, own, c)
+    drains, resumes = racks_.gather(decisions, drains, resumes, fleet, view, counted.effective, own, c)
     drains_.plan_drains(drains, fleet, counted, breaker, holds, own, c)
     resumes_.plan_resumes(resumes, reports, breaker, holds, recent, own, c)
     counts_.mark_held(decisions, own)
