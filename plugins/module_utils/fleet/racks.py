@@ -40,7 +40,8 @@ RACK_CERTIFY = ("imex", "nvlink_domain")
 # window: the health monitor's interval (300 s by default): unsynchronised timers see a switch tray's failure within it.
 DEFAULTS = {"enabled": True, "min_nodes": 2, "window": 300, "checks": list(RACK_CHECKS), "certify": list(RACK_CERTIFY),
             "racks": {}}
-# The key a rack drain records for each of its nodes, beside the node's own findings ("nvlink_rack|rack <id>").
+# The key a rack drain records for each of its nodes, beside the node's own findings ("nvlink_rack|rack <id>"); its
+# drain reason names it first ("gpufabric: nvlink_rack rack <id> ..."), so the rack is known from the scheduler too.
 RACK_FINDING = "nvlink_rack"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,79}$")
 _CHECK = re.compile(r"^[a-z0-9_]{1,64}$")
@@ -87,6 +88,15 @@ def check_settings(given, certify_checks):
                 raise RackError("remediation rack racks: %s is in both %s and %s" % (node, seen[node], name))
             seen[node] = name
     return dict(merged, checks=list(checks), certify=list(certify), racks=dict((k, list(v)) for k, v in racks.items()))
+
+
+def rack_of_keys(keys):
+    """The rack a drain's finding keys (or the keys its reason names) name, or None."""
+    for key in keys or []:
+        check, _sep, target = key.partition("|")
+        if check == RACK_FINDING and target.startswith("rack "):
+            return target[len("rack "):]
+    return None
 
 
 def rack_id(domain):
@@ -168,7 +178,8 @@ def check_memory(memory):
             raise ValueError("racks: %s needs a rack name and times" % name)
         fault = entry.get("fault")
         if fault is not None and (not isinstance(fault, dict) or fault.get("at") is None or not _number_or_none(fault["at"])
-                                  or not all(isinstance(f, str) for f in fault.get("findings", []) + fault.get("signs", []))):
+                                  or not all(isinstance(fault.get(k, []), list) and all(isinstance(f, str) for f in fault.get(k, []))
+                                             for k in ("findings", "signs"))):
             raise ValueError("racks: %s's fault needs a time 'at' and findings" % name)
     for rack, decision in memory.get("decisions", {}).items():
         if not isinstance(decision, dict) or decision.get("action") not in ("drain", "resume") \

@@ -26,7 +26,7 @@ __metaclass__ = type
 from collections import namedtuple
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import racks
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import finding_key
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import finding_key, findings_from_reason
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation_counts import counted, current_drain
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.remediation_triage import new_decision
 
@@ -73,7 +73,7 @@ def _record_faults(reports, causes_of, rack_of, ledger, ctx):
         if node not in rack_of:
             continue
         fabric = [f for f in causes_of.get(node) or [] if f["check"] in ctx.rack["checks"]]
-        nodes = (ledger.get("racks") or {}).get("nodes") or {}
+        nodes = (ledger.get("racks") or {}).get("nodes") or {}   # made by the first fault recorded
         if fabric:
             memory_of(ledger)["nodes"].setdefault(node, {})["fault"] = {
                 "at": ctx.now, "findings": [finding_key(f) for f in fabric], "signs": racks.signs(fabric)}
@@ -173,14 +173,23 @@ def _added(node, decisions, ctx):
     return decision
 
 
+def drained_by_rack(record, entry, ctx):
+    """The rack whose decision drained the node (the ledger's entry in effect names it; without one, the drain reason
+    the scheduler holds does: 'gpufabric: nvlink_rack rack <id> ...'), or None."""
+    current = current_drain(record, entry, ctx.shadow)
+    if current is not None:
+        return current.get("rack")
+    return racks.rack_of_keys(findings_from_reason(entry.get("reason"))[0])
+
+
 def _rack_drains_in_effect(fleet, states, ledger, ctx):
-    """{rack: [node]}: the nodes out of service now by a rack's drain (the ledger's entry in effect names the rack)."""
+    """{rack: [node]}: the nodes gpufabric holds out of service now by a rack's drain."""
     out = {}
-    for node, record in ledger["nodes"].items():
-        if node in fleet and states[node][1]:
-            current = current_drain(record, fleet[node], ctx.shadow)
-            if current is not None and current.get("rack"):
-                out.setdefault(current["rack"], []).append(node)
+    for node, entry in fleet.items():
+        if states[node][1]:
+            rack = drained_by_rack(ledger["nodes"].get(node), entry, ctx)
+            if rack:
+                out.setdefault(rack, []).append(node)
     return out
 
 
@@ -203,15 +212,14 @@ def gather(decisions, drains, resumes, fleet, view, states, ledger, ctx):
     in_effect = _rack_drains_in_effect(fleet, states, ledger, ctx)
     back, rack_candidates = [], {}
     for item in resumes:
-        decision, record, entry = item[0], item[1], item[2]
-        current = current_drain(record, entry, ctx.shadow)
-        if current is not None and current.get("rack"):
-            rack_candidates.setdefault(current["rack"], []).append(item)
+        rack = drained_by_rack(item[1], item[2], ctx)
+        if rack:
+            rack_candidates.setdefault(rack, []).append(item)
         else:
             back.append(item)
     for rack in sorted(rack_candidates):
         asked = set(item[0]["node"] for item in rack_candidates[rack])
-        others = [(node, ledger["nodes"][node], fleet[node], states[node][3])
+        others = [(node, ledger["nodes"].get(node) or {}, fleet[node], states[node][3])
                   for node in sorted(in_effect.get(rack, [])) if node not in asked]
         back.append(RackResume(rack, rack_candidates[rack], others, decisions))
     decisions.sort(key=lambda d: d["node"])

@@ -447,3 +447,15 @@ def test_a_thousand_nodes_of_56_racks_reporting_in_the_same_second_stay_linear()
     assert [m["status"] for m in r.messages(result, "slurm")] == ["drained", "held"]
     big, ignored = _best(*_fleet_of_racks(112))
     assert small < 2.0 and big / small < 3.2, (small, big)
+
+
+def test_without_the_ledgers_record_the_drain_reason_keeps_a_racks_nodes_together():
+    """The ledger and its history copy lost (and the rebuild's hold over): slurmctld still holds each node's reason,
+    'gpufabric: nvlink_rack rack <id> ...', so one certified tray does not return alone."""
+    ledger, fleet = _drained_rack()
+    assert fleet["t01"]["reason"].startswith("gpufabric: nvlink_rack rack %s" % CHASSIS)
+    lost = empty_ledger()
+    result = _plan({"t01": report("t01", tray=1)}, fleet, lost, NOW + 900, certificates={"t01": cert(NOW + 850)})
+    assert [(d["node"], d["action"], d["rack"]) for d in result["decisions"]] == [("t01", "none", CHASSIS)]
+    assert result["decisions"][0]["why"].startswith("stays drained: rack %s returns together, and 3 of its node(s) may "
+                                                    "not yet (t02: no report within 120 s that it may return" % CHASSIS)
