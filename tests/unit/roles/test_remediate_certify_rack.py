@@ -1,5 +1,5 @@
-"""The remediator role's certify_rack helper (what remediate.yml runs for a rack the decider drained as one), run for
-real by ansible-playbook on this machine: each of the rack's nodes reads its IMEX domain through a stand-in
+"""remediate.yml's rack check (playbooks/tasks/certify_rack.yml, what it runs for a rack the decider drained as one),
+run for real by ansible-playbook on this machine: each of the rack's nodes reads its IMEX domain through a stand-in
 nvidia-imex-ctl that prints a real capture (aws-parallelcluster's healthy 2-node `-N -j`, and its unconfigured DOWN
 one; tests/unit/fixtures/README.md), judged against the rack's node count, and the certificate made of it passes the
 imex check only when the domain is UP; a tool that is missing, hangs or prints something else is 'not run' in its own
@@ -14,6 +14,7 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 IMEX = os.path.join(ROOT, "tests", "unit", "fixtures", "nvidia_imex")
+TASKS = os.path.join(ROOT, "playbooks", "tasks", "certify_rack.yml")
 
 pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
                                 reason="needs the collection installed (make unit sets ANSIBLE_COLLECTIONS_PATH)")
@@ -23,22 +24,20 @@ PLAY = """
   gather_facts: false
   tasks:
     - name: Check the rack
-      ansible.builtin.include_role:
-        name: gpufabric.rdma.remediator
-        tasks_from: certify_rack
+      ansible.builtin.include_tasks: "%(tasks)s"
       vars:
-        remediator_certify_rack_name: "1820000000001"
-        remediator_certify_rack_hosts: [t01, t02]
-        remediator_certify_rack_runs: []
-        remediator_certify_rack_imex_ctl: "%(tool)s"
-        remediator_certify_rack_imex_timeout: 2
+        certify_rack_name: "1820000000001"
+        certify_rack_hosts: [t01, t02]
+        certify_rack_runs: []
+        certify_rack_imex_ctl: "%(tool)s"
+        certify_rack_imex_timeout: 2
     - name: Make the certificate
       ansible.builtin.copy:
         dest: "%(out)s/{{ inventory_hostname }}.json"
         content: >-
-          {{ {'imex': remediator_certify_rack_imex, 'runs': remediator_certify_rack_results,
-              'certificate': none | gpufabric.rdma.return_certificate(imex=remediator_certify_rack_imex,
-                 nvlink_domain=remediator_certify_rack_results['1820000000001'], rack='1820000000001',
+          {{ {'imex': certify_rack_imex, 'runs': certify_rack_results,
+              'certificate': none | gpufabric.rdma.return_certificate(imex=certify_rack_imex,
+                 nvlink_domain=certify_rack_results['1820000000001'], rack='1820000000001',
                  measured_at=1795526184)} | to_json }}
         mode: "0644"
 """
@@ -51,7 +50,7 @@ def _run(tmp_path, script, tool=None):
         tool.chmod(0o755)
     out = tmp_path / "out"
     out.mkdir()
-    (tmp_path / "play.yml").write_text(PLAY % {"tool": tool, "out": out})
+    (tmp_path / "play.yml").write_text(PLAY % {"tool": tool, "out": out, "tasks": TASKS})
     (tmp_path / "inventory.yml").write_text(json.dumps({"all": {"children": {"rack": {"hosts": dict(
         (h, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}) for h in ("t01", "t02"))}}}}))
     proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
