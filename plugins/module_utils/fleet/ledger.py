@@ -19,7 +19,7 @@ __metaclass__ = type
 import copy
 import math
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate, racks
+from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import certificate
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import is_ours
 
 # The per-node ledger on Kubernetes (the API server holds it, so a one-shot AWX run sees it too).
@@ -53,8 +53,30 @@ def check_ledger(ledger):
         raise ValueError("breaker since must be a time")
     _check_rebuilt(ledger.get("rebuilt"))
     if "racks" in ledger:   # what the nodes said of their racks, and each rack's last decision (racks.py)
-        racks.check_memory(ledger["racks"])
+        _check_racks(ledger["racks"])
     return ledger
+
+
+def _check_racks(memory):
+    """The ledger's rack memory (remediation_racks): {"nodes": {node: {rack, domain, seen, fault, ready}}, "decisions":
+    {rack: {action, at, nodes, ...}}}, every field typed (ValueError otherwise)."""
+    if not isinstance(memory, dict) or not isinstance(memory.get("nodes", {}), dict) or \
+            not isinstance(memory.get("decisions", {}), dict):
+        raise ValueError("racks must be {nodes, decisions} objects")
+    for name, entry in memory.get("nodes", {}).items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("rack", ""), (str, type(None))) \
+                or not all(_number_or_none(entry.get(k)) for k in ("seen", "ready")):
+            raise ValueError("racks: %s needs a rack name and times" % name)
+        fault = entry.get("fault")
+        if fault is not None and (not isinstance(fault, dict) or fault.get("at") is None or not _number_or_none(fault["at"])
+                                  or not all(isinstance(fault.get(k, []), list) and all(isinstance(f, str) for f in fault.get(k, []))
+                                             for k in ("findings", "signs"))):
+            raise ValueError("racks: %s's fault needs a time 'at' and findings" % name)
+    for rack, decision in memory.get("decisions", {}).items():
+        if not isinstance(decision, dict) or decision.get("action") not in ("drain", "resume") \
+                or decision.get("at") is None or not _number_or_none(decision["at"]) \
+                or not isinstance(decision.get("nodes", []), list) or not all(isinstance(n, str) for n in decision.get("nodes", [])):
+            raise ValueError("racks: the decision of rack %s needs an action, a time and nodes" % rack)
 
 
 def _check_rebuilt(rebuilt):

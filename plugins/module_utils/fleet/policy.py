@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The decider's policy and configuration, checked: the rules that map each finding (check, severity) to
 ``drain``, ``notify`` or ``none``, the limits (rate limit, circuit breaker, escalation), the decider's settings
-(mode, the certificate a resume needs, the rack as one unit (racks.py), the scheduler it acts on); and the marks of gpufabric's drains: the drain reason it writes (``gpufabric:
-<check> <target> ...``), what such a reason says back, and the taint and annotation it sets on a Kubernetes Node.
+(mode, the certificate a resume needs, the rack as one unit (racks.py), the scheduler it acts on); and the marks of
+gpufabric's drains: the drain reason it writes (``gpufabric: <check> <target> ...``), what such a reason says back, and
+the taint and annotation it sets on a Kubernetes Node.
 
 Pure functions, standard library only; remediation.py decides with them, ledger.py recognises our drains by them.
 """

@@ -8,11 +8,11 @@ one NVLink domain, run by IMEX across the trays) is decided, limited and returne
   ``nvidia-smi -q`` prints under Platform Info and Fabric, topology/nvlink.node_domain) and the rack is its chassis
   serial number - a fact of the hardware that stays when the fabric breaks (a tray stuck in registration reports an
   all-zero ClusterUUID, never another chassis) - or, on a tray that names no chassis, its NVLink domain (cluster
-  UUID/clique). The decider remembers what each node said (the ledger's ``racks``), so a tray whose report lacks it
-  is still known. ``rack.racks`` in the policy names racks the admin knows (from Slurm's topology/block BlockName
-  lines, or discovery's records): it decides membership, and the decider says where the nodes' reports disagree with
-  it (two chassis in one configured rack). A rack of two chassis joined into one domain (NVL36x2) is one rack only when
-  ``rack.racks`` says so.
+  UUID/clique). The decider remembers what each node said (the ledger's ``racks``, its shape checked by
+  ledger.check_ledger), so a tray whose report lacks it is still known. ``rack.racks`` in the policy names racks the
+  admin knows (from Slurm's topology/block BlockName lines, or discovery's records): it decides membership, and the
+  decider says where the nodes' reports disagree with it (two chassis in one configured rack). A rack of two chassis
+  joined into one domain (NVL36x2) is one rack only when ``rack.racks`` says so.
 - **When the rack decides.** When ``min_nodes`` trays of one rack report a finding of ``checks`` (the NVLink fabric and
   IMEX checks) that the policy drains for within ``window`` seconds, the rack's nodes drain together, as one action
   against the rate limit and the circuit breaker; where every such tray's findings agree, the decision names the
@@ -159,31 +159,3 @@ def switch_side(signs_by_node):
     order = ("NVLink ", "registration", "fabric health", "imex")
     sign = sorted(shared, key=lambda s: (next((i for i, p in enumerate(order) if s.startswith(p)), len(order)), s))[0]
     return "%s (all %d trays)" % (_side(sign), len(signs_by_node))
-
-
-def _number_or_none(value):
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e12
-                             and value == value)
-
-
-def check_memory(memory):
-    """The ledger's ``racks`` read back: {"nodes": {node: {rack, domain, seen, fault, ready}}, "decisions": {rack:
-    {action, at, nodes, ...}}}; ValueError names what is wrong (a record of another shape never reaches the plan)."""
-    if not isinstance(memory, dict) or not isinstance(memory.get("nodes", {}), dict) or \
-            not isinstance(memory.get("decisions", {}), dict):
-        raise ValueError("racks must be {nodes, decisions} objects")
-    for name, entry in memory.get("nodes", {}).items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("rack", ""), (str, type(None))) \
-                or not all(_number_or_none(entry.get(k)) for k in ("seen", "ready")):
-            raise ValueError("racks: %s needs a rack name and times" % name)
-        fault = entry.get("fault")
-        if fault is not None and (not isinstance(fault, dict) or fault.get("at") is None or not _number_or_none(fault["at"])
-                                  or not all(isinstance(fault.get(k, []), list) and all(isinstance(f, str) for f in fault.get(k, []))
-                                             for k in ("findings", "signs"))):
-            raise ValueError("racks: %s's fault needs a time 'at' and findings" % name)
-    for rack, decision in memory.get("decisions", {}).items():
-        if not isinstance(decision, dict) or decision.get("action") not in ("drain", "resume") \
-                or decision.get("at") is None or not _number_or_none(decision["at"]) \
-                or not all(isinstance(n, str) for n in decision.get("nodes", [])):
-            raise ValueError("racks: the decision of rack %s needs an action, a time and nodes" % rack)
-    return memory

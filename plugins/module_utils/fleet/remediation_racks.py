@@ -145,8 +145,10 @@ def _joined(node, record, entry, event, ctx):
     current = current_drain(record, entry, ctx.shadow)
     if current is None:
         return False
-    return current.get("rack") == event.rack or (node in event.faulted and ctx.now - current.get("at", 0) <= ctx.rack["window"]
-                                                  and any(k.split("|", 1)[0] in ctx.rack["checks"] for k in current.get("findings") or []))
+    if current.get("rack") == event.rack:
+        return True
+    fabric = any(k.split("|", 1)[0] in ctx.rack["checks"] for k in current.get("findings") or [])
+    return node in event.faulted and fabric and ctx.now - current.get("at", 0) <= ctx.rack["window"]
 
 
 def _rack_drain(rack, candidates, by_node, decisions, fleet, view, states, ledger, ctx):

@@ -155,3 +155,27 @@ def test_a_scheduler_that_prints_garbage_fails_the_task_with_the_reason(slurm, m
     monkeypatch.setenv("STUB_SINFO_MODE", "garbage")
     result = run_module(remediate, _args(tmp_path, settings, {"n1": _health([PORT])}))
     assert result["failed"] and result["msg"].startswith("could not act: sinfo: sinfo line 1 is not")
+
+
+def test_a_racks_nodes_reported_with_their_domain_drain_as_one_and_are_certified_rack_by_rack(slurm):
+    """Issue 55: node_health's result with the node's domain (where nvidia-smi places it in its NVLink rack) reaches the
+    decider; three trays of one chassis with a fabric fault are one rack drain within max_nodes 1, and the plan after
+    names every node of the rack to certify together (certify_rack)."""
+    tmp_path, nodes, settings = slurm
+    settings = dict(settings, certification={"required": True, "checks": ["dcgm"]}, rack={"min_nodes": 2, "window": 120})
+    fault = {"check": "nvlink_fabric_health", "severity": "critical", "target": "GPU 0",
+             "detail": "GPU 0: fabric health Summary is Unhealthy (Bandwidth Full)", "fix_hint": "-"}
+
+    def health(node, findings):
+        return dict(_health(findings), domain={"cluster_uuid": "00000001-0000-0000-0000-000000000001", "clique": 2,
+                                               "chassis_serial": "1820000000001", "slot": int(node[1:]), "tray": int(node[1:])})
+    result = run_module(remediate, _args(tmp_path, settings, dict((n, health(n, [fault])) for n in ("n1", "n2", "n3"))))
+    assert [(d["node"], d["action"], d["rack"]) for d in result["decisions"]] == [
+        (n, "drain", "1820000000001") for n in ("n1", "n2", "n3")], result
+    assert sorted(n for n, node in json.loads(nodes.read_text()).items() if "DRAIN" in node["state"]) == ["n1", "n2", "n3"]
+    os.environ["STUB_SLURM_CLOCK"] = "1795526784"
+    plan = run_module(remediate, _args(tmp_path, settings, dict((n, health(n, [])) for n in ("n1", "n2", "n3"))),
+                      check_mode=True)
+    assert plan["certify"] == ["n1", "n2", "n3"]
+    assert plan["certify_rack"] == {"n1": "1820000000001", "n2": "1820000000001", "n3": "1820000000001"}
+    assert plan["certify_checks"] == "dcgm level 2"

@@ -303,9 +303,9 @@ def _drained_rack(mode="enforce"):
     return _taken(result, fleet, NOW), fleet
 
 
-def cert(at, imex=True, domain_run=True, dcgm=DCGM):
+def cert(at, imex=True, domain_run=True):
     return certificate.check_certificate(certificate.from_results(
-        dcgm, [RUN], measured_at=at, imex={"domain_state": "UP", "findings": []} if imex else None,
+        DCGM, [RUN], measured_at=at, imex={"domain_state": "UP", "findings": []} if imex else None,
         nvlink_domain=[RUN] if domain_run else None, rack=CHASSIS), "t")
 
 
@@ -328,8 +328,8 @@ def test_the_rack_returns_only_when_every_tray_is_certified_with_imex_up_and_a_d
     # IMEX down on the fourth: still none.
     down = certificate.from_results(DCGM, [RUN], measured_at=NOW + 700, nvlink_domain=[RUN], imex={
         "domain_state": "DOWN", "findings": [{"check": "imex_node", "severity": "critical", "detail": "t04 is not READY"}]})
-    assert certificate.check_certificate(down, "t04")["checks"][-1] == {"name": "imex", "status": "fail",
-                                                                      "detail": "domain DOWN: t04 is not READY"}
+    assert certificate.check_certificate(down, "t04")["checks"][-1] == {
+        "name": "imex", "status": "fail", "detail": "domain DOWN: t04 is not READY"}
     # Only t04 reports now, with a full certificate: the others are ready from their reports within the window, so
     # all four return together, as one resume within max_resumes 1.
     result = _plan({"t04": clean["t04"]}, fleet, partial["ledger"], NOW + 860, certificates={"t04": cert(NOW + 840)})
@@ -459,3 +459,14 @@ def test_without_the_ledgers_record_the_drain_reason_keeps_a_racks_nodes_togethe
     assert [(d["node"], d["action"], d["rack"]) for d in result["decisions"]] == [("t01", "none", CHASSIS)]
     assert result["decisions"][0]["why"].startswith("stays drained: rack %s returns together, and 3 of its node(s) may "
                                                     "not yet (t02: no report within 120 s that it may return" % CHASSIS)
+
+
+@pytest.mark.parametrize("racks_memory", [
+    [], {"nodes": []}, {"nodes": {"t01": {"rack": 7}}}, {"nodes": {"t01": {"fault": {"at": "now", "findings": []}}}},
+    {"nodes": {"t01": {"fault": {"at": 1, "findings": "nvlink_links|GPU 0"}}}}, {"nodes": {"t01": {"ready": float("nan")}}},
+    {"decisions": {"r1": {"action": "reboot", "at": 1, "nodes": []}}},
+    {"decisions": {"r1": {"action": "drain", "at": 1, "nodes": "t01"}}},
+])
+def test_a_rack_memory_of_another_shape_never_reaches_the_plan(racks_memory):
+    with pytest.raises(ValueError):
+        check_ledger(dict(empty_ledger(), racks=racks_memory))
