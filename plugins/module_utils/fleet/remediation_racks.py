@@ -68,12 +68,14 @@ def _remember(reports, fleet, ledger, ctx):
 
 def _record_faults(reports, causes_of, rack_of, ledger, ctx):
     """Each reported tray's fabric findings the policy drains for (rack.checks) kept with the scheduler's time; a
-    complete report without one clears the tray's fault."""
+    complete report without one clears the tray's fault. A report also clears the tray's readiness to return: only
+    this report can say it again (resume_rack), never an older one."""
     for node, report in reports.items():
         if node not in rack_of:
             continue
         fabric = [f for f in causes_of.get(node) or [] if f["check"] in ctx.rack["checks"]]
         nodes = (ledger.get("racks") or {}).get("nodes") or {}   # made by the first fault recorded
+        nodes.get(node, {}).pop("ready", None)
         if fabric:
             memory_of(ledger)["nodes"].setdefault(node, {})["fault"] = {
                 "at": ctx.now, "findings": [finding_key(f) for f in fabric], "signs": racks.signs(fabric)}

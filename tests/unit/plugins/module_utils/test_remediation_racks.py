@@ -470,3 +470,18 @@ def test_without_the_ledgers_record_the_drain_reason_keeps_a_racks_nodes_togethe
 def test_a_rack_memory_of_another_shape_never_reaches_the_plan(racks_memory):
     with pytest.raises(ValueError):
         check_ledger(dict(empty_ledger(), racks=racks_memory))
+
+
+def test_a_tray_that_reports_its_fault_again_is_no_longer_ready_whatever_it_said_before():
+    """t04 said it may return, then reported the fault again (its drain's finding still there): when the other three
+    are ready within the window, the rack stays out - t04's newest report counts, not its older one."""
+    ledger, fleet = _drained_rack()
+    clean = dict((n, report(n, tray=i)) for i, n in enumerate(NAMES, 1))
+    certs = dict((n, cert(NOW + 700)) for n in NAMES)
+    ready = _plan({"t04": clean["t04"]}, fleet, ledger, NOW + 800, certificates=certs)
+    assert ready["ledger"]["racks"]["nodes"]["t04"]["ready"] == NOW + 800
+    again = _plan({"t04": report("t04", UNHEALTHY, 4)}, fleet, ready["ledger"], NOW + 830)
+    assert again["decisions"][0]["why"].startswith("already drained by gpufabric")
+    rest = _plan(dict((n, clean[n]) for n in NAMES[:3]), fleet, again["ledger"], NOW + 860)
+    assert [d["action"] for d in rest["decisions"]] == ["none"] * 3
+    assert "t04: no report within 120 s that it may return" in rest["decisions"][0]["why"]
