@@ -103,7 +103,8 @@ RUNNER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import numbers, text
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm, gpu, kernel_log, nccl_conf, nccl_inspector, nccl_tests, perftest, rdma, slurm_conf, slurm_jobs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import dcgm, gpu, kernel_log, nccl_conf, nccl_inspector, nccl_tests
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import perftest, rdma, slurm_conf, slurm_jobs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s, nccl, netconf
 call, context, shapes = json.loads(sys.stdin.read())
 N = 100000
