@@ -136,6 +136,16 @@ options:
     description: Let the health monitor read PFC pause counters with C(ethtool -S) (see O(rate_window)).
     type: bool
     default: true
+  checks:
+    description:
+      - "Every check's options in one mapping, as role P(gpufabric.rdma.health_monitor#role)'s C(health_monitor_checks)
+        holds them, for example C({expected_gpu_count: 8, link_health: true}). Each key is one of this module's options
+        (O(expected_gpu_count), O(link_health), ...), and its value is checked and converted as if it were given by name
+        (C(\"8\") is 8). An unknown key is refused, naming it and the known ones; so is an option given both by name
+        (other than its default) and here. A null value is unset."
+    type: dict
+    default: {}
+    version_added: 0.9.0
   node_name:
     description:
       - The node's name in the findings' targets (C(<node_name>/GPU ...), C(<node_name>/mlx5_0/1)), which the
@@ -165,6 +175,12 @@ EXAMPLES = r"""
     require_peermem: true
     counter_interval: 10
     expected_nccl_env: "{{ discovery_node.nccl.env }}"
+  register: health
+
+- name: The same with every option in one mapping, as the health monitor's configuration holds them
+  gpufabric.rdma.node_health:
+    checks: "{{ health_monitor_checks }}"
+    node_name: "{{ inventory_hostname_short }}"
   register: health
 
 - name: Fail on critical findings
@@ -225,19 +241,43 @@ observed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import node_checks
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as registry
 
 
+def check_options(params):
+    """The checks' options: those given by name and those of the checks mapping, each of these validated and converted
+    as if given by name (the registry's argument spec of the names given). CheckOptionError names an unknown name (and
+    the known ones), a value that cannot be converted, and an option given both ways."""
+    by_name = dict((k, v) for k, v in params.items() if k not in ("node_name", "checks"))
+    # None is unset, as it is by name.
+    given = dict((k, v) for k, v in (params["checks"] or {}).items() if v is not None)
+    try:
+        registry.refuse_unknown(given)
+    except registry.CheckOptionError as exc:
+        raise registry.CheckOptionError("checks: %s" % exc)
+    spec = registry.argument_spec()
+    validated = ArgumentSpecValidator(dict((name, spec[name]) for name in given)).validate(given)
+    if validated.error_messages:
+        raise registry.CheckOptionError("checks: %s" % "; ".join(validated.error_messages))
+    both = ["%s is given both by name (%r) and in checks (%r)" % (name, by_name[name], given[name])
+            for name in sorted(given) if by_name[name] != spec[name].get("default")]
+    if both:
+        raise registry.CheckOptionError("%s: give it once - by name, or in checks" % "; ".join(both))
+    by_name.update(validated.validated_parameters)
+    return by_name
+
+
 def main():
     module = AnsibleModule(
-        # Every check's options, from the registry (module_utils/node/checks/all.py), and the node's name.
-        argument_spec=dict(registry.argument_spec(), node_name=dict(type="str")),
+        # Every check's options, from the registry (module_utils/node/checks/all.py), the same in one mapping, and the
+        # node's name.
+        argument_spec=dict(registry.argument_spec(), checks=dict(type="dict", default={}), node_name=dict(type="str")),
         supports_check_mode=True,
     )
     try:
-        result = node_checks.check_node(dict((k, v) for k, v in module.params.items() if k != "node_name"),
-                                        host=module.params["node_name"])
+        result = node_checks.check_node(check_options(module.params), host=module.params["node_name"])
     except node_checks.CheckOptionError as exc:
         module.fail_json(msg=str(exc))
     del result["observed"]["counters_at"]

@@ -228,3 +228,45 @@ def test_link_and_firmware_checks_on_a_node_without_an_nvidia_hca_are_not_run(no
     assert found["nic_firmware_unread"][1].startswith(
         "the firmware settings could not be read: not run: no NVIDIA (Mellanox) card under ")
     assert result["complete"] is False and result["healthy"] is False
+
+
+HEALTHY = dict(expected_gpu_count=8, expected_rdma_devices=1, expected_mtu=1500, require_peermem=True,
+               kernel_log=fixture_path("kernel_log", "dmesg_ctime_xid_13_109_gpud46.txt"), xid_ignore=[13, 109])
+
+
+def test_the_checks_options_in_one_mapping_are_taken_as_if_given_by_name(node):
+    """checks: every check's option in one mapping, as health_monitor_checks holds them (issue 54) - each value converted
+    as node_health converts it by name: "8" is 8 GPUs (the 8x H200 capture: healthy), "9" finds one lost, "13" an Xid."""
+    given = dict(HEALTHY, expected_gpu_count="8", expected_mtu="1500", xid_ignore=["13", 109])
+    by_name = _run(node, **given)
+    in_checks = _run(node, checks=given)
+    assert in_checks.get("failed") is not True, in_checks
+    assert (in_checks["healthy"], in_checks["findings"], in_checks["complete"]) == (True, [], True)
+    assert in_checks["observed"] == by_name["observed"]
+    lost = _run(node, checks=dict(given, expected_gpu_count="9"))
+    assert [(f["check"], f["detail"]) for f in lost["findings"]] == [("gpu_count", "8 of 9 expected GPUs found")]
+
+
+def test_the_checks_mapping_refuses_what_by_name_would_refuse_and_an_unknown_key_naming_the_known_ones(node):
+    unknown = _run(node, checks={"expected_gpus": 8, "expected_mtu": 1500})
+    assert unknown["failed"] is True
+    assert unknown["msg"].startswith("checks: unknown check option(s): expected_gpus (known: command_timeout, "), unknown["msg"]
+    assert "expected_gpu_count" in unknown["msg"] and "link_health" in unknown["msg"]
+    by_name = _run(node, expected_gpu_count="eight")
+    in_checks = _run(node, checks={"expected_gpu_count": "eight"})
+    assert by_name["failed"] is True and in_checks["failed"] is True
+    assert "'eight'" in by_name["msg"] and in_checks["msg"] == "checks: " + by_name["msg"]
+    assert _run(node, checks={"counter_interval": -5})["msg"] == "counter_interval must not be negative, got -5"
+
+
+def test_an_option_given_both_by_name_and_in_the_checks_mapping_is_refused_naming_it(node):
+    both = _run(node, expected_mtu=1500, checks={"expected_mtu": 9000, "expected_gpu_count": 8})
+    assert both["failed"] is True
+    assert both["msg"] == ("expected_mtu is given both by name (1500) and in checks (9000): give it once - "
+                           "by name, or in checks"), both["msg"]
+    # By name at its default (as a role that passes every option would): the mapping's value is taken.
+    default = _run(node, checks=dict(HEALTHY, require_peermem=True), require_peermem=False)
+    assert default.get("failed") is not True and default["healthy"] is True, default
+    (node / "proc" / "modules").write_text("ib_core 462848 9 - Live 0x0\n")
+    unloaded = _run(node, checks=dict(HEALTHY, require_peermem=True), require_peermem=False)
+    assert [f["check"] for f in unloaded["findings"]] == ["peermem"]

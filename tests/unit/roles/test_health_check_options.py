@@ -16,8 +16,8 @@ from moduletest import argument_spec
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "health_monitor")
-# Options of the module call only, not checks: the node's name in the report.
-NOT_CHECKS = {"node_name"}
+# Options of the module call only, not checks: the node's name in the report, and the checks' options in one mapping.
+NOT_CHECKS = {"node_name", "checks"}
 
 
 def _load(*parts):

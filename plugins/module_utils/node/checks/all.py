@@ -69,6 +69,13 @@ def argument_spec():
     return dict((name, option.spec()) for name, option in OPTIONS.items())
 
 
+def refuse_unknown(given):
+    """CheckOptionError naming each name of ``given`` that is no option of the table, and the known ones."""
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise CheckOptionError("unknown check option(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
+
+
 def check_options(given):
     """The given options over DEFAULTS; unknown names and bad values raise CheckOptionError naming them.
 
@@ -76,9 +83,7 @@ def check_options(given):
     result again is allowed.
     """
     given = dict((k, v) for k, v in (given or {}).items() if k != "rate_rules")
-    unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:
-        raise CheckOptionError("unknown check option(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
+    refuse_unknown(given)
     merged = dict(DEFAULTS)
     merged.update(dict((k, v) for k, v in given.items() if v is not None))
     for option, owner in options_table():

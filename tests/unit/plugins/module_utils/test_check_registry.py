@@ -71,12 +71,16 @@ def _as_documented(spec):
                 for name, s in spec.items())
 
 
+# node_health's own options, not the checks': the node's name and the checks' options in one mapping.
+MODULE_OPTIONS = {"node_name": {"type": "str"}, "checks": {"type": "dict", "default": {}}}
+
+
 def differences():
     """{list: [what it has or lacks that the registry lacks or has]} for each list built from the registry or kept beside
     it: node_health's argument spec and documentation (type, default, elements of each option), the runner's
     command_timeout, the options the monitor's configuration takes (names)."""
-    table = _as_documented(dict(registry.argument_spec(), node_name={"type": "str"}))
-    monitor_names = set(monitor.check_config({"checks": {}})["checks"]) - {"rate_rules"} | {"node_name"}
+    table = _as_documented(dict(registry.argument_spec(), **MODULE_OPTIONS))
+    monitor_names = set(monitor.check_config({"checks": {}})["checks"]) - {"rate_rules"} | set(MODULE_OPTIONS)
     lists = {"node_health's argument_spec": _as_documented(argument_spec(node_health)), "node_health's DOCUMENTATION": _documented(),
              "node/commands.ARGUMENT_SPEC": dict(table, **_as_documented(commands.ARGUMENT_SPEC)),
              "the monitor's checks": dict((name, table.get(name)) for name in monitor_names)}
