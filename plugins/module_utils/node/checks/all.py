@@ -43,7 +43,9 @@ CheckOptionError = check.CheckOptionError
 
 # Options of the node, not of one check: where sysfs and procfs are, and how long each command may take (the runner's
 # command_timeout, node/commands.ARGUMENT_SPEC: a test holds the two equal).
-NODE_OPTIONS = (check.Option("sysfs_root", "path", "/sys"), check.Option("procfs_root", "path", "/proc"),
+# command_timeout is documented by the command_timeout fragment, as for every module that runs commands.
+NODE_OPTIONS = (check.Option("sysfs_root", "path", "/sys", description="Root of the sysfs tree (a captured tree in tests)."),
+                check.Option("procfs_root", "path", "/proc", description="Root of procfs (for C(modules))."),
                 check.Option("command_timeout", "int", DEFAULT_COMMAND_TIMEOUT, rules=(check.whole, check.seconds)))
 
 

@@ -33,13 +33,16 @@ class CheckOptionError(ValueError):
 
 
 class Option(object):
-    """One option of a check: its name, node_health's type (and list elements), its default and the rules a given
-    value must follow (each ``rule(name, value)`` raises CheckOptionError naming the value; None is never checked)."""
+    """One option of a check: its name, node_health's type (and list elements), its default, the rules a given value
+    must follow (each ``rule(name, value)`` raises CheckOptionError naming the value; None is never checked) and its
+    description - a sentence or a list of paragraphs, in ansible-doc's markup (C(), O(), M(), ...) - which becomes
+    node_health's documentation of it (plugins/doc_fragments/node_checks.py)."""
 
-    def __init__(self, name, type, default=None, elements=None, rules=()):
+    def __init__(self, name, type, default=None, elements=None, rules=(), description=None):
         if type not in TYPES:
             raise ValueError("option %s: type must be one of %s, got %r" % (name, ", ".join(TYPES), type))
         self.name, self.type, self.default, self.elements, self.rules = name, type, default, elements, tuple(rules)
+        self.description = description
 
     def spec(self):
         """The option as AnsibleModule's argument_spec takes it."""
@@ -49,6 +52,12 @@ class Option(object):
         if self.default is not None:
             spec["default"] = copy.deepcopy(self.default)
         return spec
+
+    def doc(self):
+        """The option as a module's DOCUMENTATION has it: its description and its argument spec."""
+        if not self.description:
+            raise ValueError("option %s has no description: node_health's documentation is made of it" % self.name)
+        return dict(self.spec(), description=self.description)
 
     def check(self, value):
         if value is not None:

@@ -78,11 +78,20 @@ CHECK = Check(
     reads=("sysfs class/infiniband/*/ports/*/counters and hw_counters, class/net/<netdev>/carrier_changes",
            "ethtool -S <netdev> per RDMA netdev for the monitor's rates (command_timeout each)"),
     read=read, judge=judge,
-    options=(Option("counter_interval", "int", 0, rules=(whole, at_most(MAX_COUNTER_INTERVAL, "seconds"))),
-             Option("rate_window", "int", 3600, rules=(whole, at_least(1, "second"))),
-             Option("rate_min_span", "int", 300, rules=(whole,)),
-             Option("rate_thresholds", "dict", {}, rules=(thresholds,)),
-             Option("ethtool", "bool", True, rules=(boolean,))),
+    options=(Option("counter_interval", "int", 0, rules=(whole, at_most(MAX_COUNTER_INTERVAL, "seconds")),
+                    description="Seconds between the two readings of the port error counters; 0 reads once (no rise "
+                                "check)."),
+             Option("rate_window", "int", 3600, rules=(whole, at_least(1, "second")), description=[
+                 "Seconds of history the health monitor takes counter rates over. This module reads once and takes no "
+                 "rates (it has no history); the option is accepted so one set of check options serves both."]),
+             Option("rate_min_span", "int", 300, rules=(whole,),
+                    description="Shortest span (seconds) the health monitor extrapolates a per-hour rate from (see "
+                                "O(rate_window))."),
+             Option("rate_thresholds", "dict", {}, rules=(thresholds,), description=[
+                 "Counter name to threshold for the health monitor's rates (per hour, or a count for "
+                 "C(carrier_changes)), e.g. C({symbol_error: 120}) (see O(rate_window))."]),
+             Option("ethtool", "bool", True, rules=(boolean,),
+                    description="Let the health monitor read PFC pause counters with C(ethtool -S) (see O(rate_window)).")),
     findings=("rdma_counter", "rdma_error_rate", "link_flap", "roce_congestion", "pfc_pause_storm"),
     observed=("port_counters", "counters_at", "history"),
     metrics={"gpufabric_port_events_total": ("device", "port", "event")}, settle=settle)

@@ -23,5 +23,7 @@ def judge(node, readings):
 CHECK = Check(
     "gpu_memory", "uncorrectable ECC errors, row remapping and retired pages of each GPU",
     reads=("nvidia-smi -q -x (nvidia_smi's reading)",), read=read, judge=judge,
-    options=(Option("max_retired_pages", "int", 60, rules=(whole,)),),
+    options=(Option("max_retired_pages", "int", 60, rules=(whole,),
+                    description="More retired pages than this on one GPU is critical (NVIDIA's RMA guideline is 60 on "
+                                "older GPUs)."),),
     findings=("gpu_ecc", "gpu_row_remap", "gpu_retired_pages"))

@@ -79,7 +79,14 @@ def judge(node, readings):
 CHECK = Check(
     "link_health", "each HCA port's physical layer: state, speed, FEC, BER, the transceiver's recommendation",
     reads=("mlxlink -d <device> -p 1 -c per mlx4/mlx5 device (command_timeout each)",), read=read, judge=judge,
-    options=(Option("link_health", "raw", rules=(lambda name, value: value is False or _OPTION(name, value),)),),
+    options=(Option("link_health", "raw", rules=(lambda name, value: value is False or _OPTION(name, value),), description=[
+        "Read each HCA port's physical layer with C(mlxlink -d <device> -p <port> -c) (timed) - V(true), or a mapping of "
+        "C(tool) (mlxlink or its path), C(devices) (default every mlx4/mlx5 device sysfs shows), C(port) (1), "
+        "C(max_effective_ber) (1e-12) and C(max_raw_ber) (1e-5).",
+        "Findings C(link_state), C(link_recommendation), C(link_speed), C(link_fec), C(link_ber) name the host, device "
+        "and port; a port mlxlink cannot read is C(link_unread) and makes the report incomplete. The readings are in "
+        "C(observed.links) and, from the health monitor, metrics C(gpufabric_link_effective_ber), "
+        "C(gpufabric_link_raw_ber), C(gpufabric_link_down_events_total) with C(device) and C(port) labels."]),),
     findings=("link_state", "link_recommendation", "link_speed", "link_pcie", "link_fec", "link_ber", "link_unread"),
     observed=("links",),
     metrics={"gpufabric_link_effective_ber": ("device", "port"), "gpufabric_link_raw_ber": ("device", "port"),

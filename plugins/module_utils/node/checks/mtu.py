@@ -20,5 +20,6 @@ def judge(node, readings):
 
 
 CHECK = Check("mtu", "the MTU of each RDMA netdev", reads=("sysfs class/net/<netdev>/mtu of the RDMA netdevs",),
-              read=read, judge=judge, options=(Option("expected_mtu", "int", rules=(whole,)),), findings=("mtu",),
-              observed=("netdev_mtus",))
+              read=read, judge=judge,
+              options=(Option("expected_mtu", "int", rules=(whole,), description="MTU every RDMA netdev should have (e.g. 9000)."),),
+              findings=("mtu",), observed=("netdev_mtus",))

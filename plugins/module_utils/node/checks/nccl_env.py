@@ -25,6 +25,7 @@ def judge(node, readings):
 CHECK = Check(
     "nccl_env", "the NCCL configuration file against the deployed profile", reads=("nccl_conf (a file, bounded)",),
     read=read, judge=judge,
-    options=(Option("expected_nccl_env", "dict", rules=(mapping("NCCL variables"),)),
-             Option("nccl_conf", "path", "/etc/nccl.conf")),
+    options=(Option("expected_nccl_env", "dict", rules=(mapping("NCCL variables"),),
+                    description="The NCCL variables the deployed profile sets; compared with O(nccl_conf) when given."),
+             Option("nccl_conf", "path", "/etc/nccl.conf", description="The NCCL configuration file to compare.")),
     findings=("nccl_env_drift",), asked=lambda node: node.opts["expected_nccl_env"] is not None)

@@ -35,6 +35,14 @@ def judge(node, readings):
 CHECK = Check(
     "nic_firmware", "NIC firmware settings against profiles",
     reads=("mlxconfig (or mstconfig) -d <device> q per card (command_timeout each)",), read=read, judge=judge,
-    options=(Option("nic_firmware", "dict", rules=(refused_by(firmware_wanted.check_options, firmware_wanted.FirmwareError),)),),
+    options=(Option("nic_firmware", "dict", rules=(refused_by(firmware_wanted.check_options, firmware_wanted.FirmwareError),),
+                    description=[
+                        "Compare each NVIDIA (Mellanox) card's firmware settings (C(mlxconfig -d <device> q), or "
+                        "C(mstconfig)) with profiles, as M(gpufabric.rdma.nic_firmware) takes them - C(profiles), "
+                        "C(params), C(settings), C(tool), C(devices) (default every card sysfs shows). Each card that "
+                        "differs is a warning C(nic_firmware_settings) naming each setting from what to what; a card the "
+                        "tool cannot read is C(nic_firmware_unread) and makes the report incomplete. Nothing is changed - "
+                        "a policy rule that drains on C(nic_firmware_settings) lets the decider carry the change out "
+                        "(C(gpufabric.rdma.remediate) playbook)."]),),
     findings=("nic_firmware_settings", "nic_firmware_unread"), observed=("nic_firmware",),
     asked=lambda node: bool(node.opts["nic_firmware"]))

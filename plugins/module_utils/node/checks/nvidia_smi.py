@@ -38,5 +38,10 @@ CHECK = Check(
     "nvidia_smi", "nvidia-smi answers and the GPUs the site expects are there",
     reads=("nvidia-smi -q -x (command_timeout)", "sysfs bus/pci/devices where nvidia-smi is missing"),
     read=read, judge=judge,
-    options=(Option("nvidia_smi_path", "path"), Option("expected_gpu_count", "int", rules=(whole,))),
+    options=(Option("nvidia_smi_path", "path", description="nvidia-smi to run; default the one on PATH."),
+             Option("expected_gpu_count", "int", rules=(whole,), description=[
+                 "GPUs the node should have; unset skips the count.",
+                 "Where C(nvidia-smi) is missing, GPUs are still expected when NVIDIA GPUs sit on the PCI bus (sysfs); the "
+                 "check is then critical (C(nvidia_smi)) and the report incomplete. A node with no GPU expected and no "
+                 "C(nvidia-smi) is fine."])),
     findings=("nvidia_smi", "gpu_count"), observed=("gpu_count", "gpu_error"))

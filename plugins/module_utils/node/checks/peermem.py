@@ -26,6 +26,7 @@ def judge(node, readings):
 CHECK = Check(
     "peermem", "nvidia_peermem loaded where GPUDirect RDMA is required",
     reads=("procfs modules",), read=read, judge=judge,
-    options=(Option("require_peermem", "bool", False),),
+    options=(Option("require_peermem", "bool", False,
+                    description="Report a GPU node without C(nvidia_peermem) (or C(nv_peer_mem)) loaded."),),
     findings=("peermem",),      # each with its entry in docs/site/troubleshooting.yml
     observed=("peermem",))      # readings returned in node_health's observed

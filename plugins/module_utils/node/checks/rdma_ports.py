@@ -24,5 +24,8 @@ def judge(node, readings):
 CHECK = Check(
     "rdma_ports", "RDMA devices present, ports ACTIVE and at their rate",
     reads=("sysfs class/infiniband (devices, ports, state, rate)",), read=read, judge=judge,
-    options=(Option("expected_rdma_devices", "int", rules=(whole,)), Option("min_port_rate_gbps", "float", rules=(number,))),
+    options=(Option("expected_rdma_devices", "int", rules=(whole,),
+                    description="RDMA devices the node should have; unset skips the check."),
+             Option("min_port_rate_gbps", "float", rules=(number,),
+                    description="Lowest acceptable rate of an ACTIVE port, in Gb/s.")),
     findings=("rdma_device_count", "rdma_port_state", "rdma_port_rate"), observed=("rdma_devices",))

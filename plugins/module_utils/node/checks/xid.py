@@ -37,5 +37,8 @@ CHECK = Check(
     reads=("kernel_log (a file, bounded), else journalctl -k -b --no-pager -o short-iso, dmesg -T, dmesg "
            "(command_timeout each)",),
     read=read, judge=judge,
-    options=(Option("kernel_log", "path"), Option("xid_ignore", "list", [], elements="int", rules=(xid_numbers,))),
+    options=(Option("kernel_log", "path",
+                    description="Read the kernel log from this file instead of C(journalctl -k -b) / C(dmesg)."),
+             Option("xid_ignore", "list", [], elements="int", rules=(xid_numbers,),
+                    description="Xid codes to leave out (e.g. application Xids 13, 31, 43 on a shared cluster).")),
     findings=("gpu_xid", "kernel_log"), observed=("xid_events", "kernel_log_source"))

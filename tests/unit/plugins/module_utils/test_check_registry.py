@@ -1,23 +1,30 @@
 """The node health checks' registry (module_utils/node/checks/all.py, issue 54 item 1): a check is one file of
-node/checks/ and one line of all.py, declaring its options, what it reads, its judge, its findings and its metric
-families; node_health's argument spec and the options the monitor takes are built from the table, and every list kept
-beside it - node_health's documentation, the runner's command_timeout, the troubleshooting page, the metric families,
-the findings a check reports, the example in CONTRIBUTING.md - is held equal to it here (the health_monitor role's
-lists: tests/unit/roles/test_health_check_options.py). One loop runs the checks and says the same way, for all,
-what a check could not read (unreadable) and that it could not run (not_run)."""
+node/checks/ and one line of all.py, declaring its options (with their descriptions), what it reads, its judge, its
+findings and its metric families; node_health's argument spec and its options' documentation (the node_checks doc
+fragment, computed when Ansible loads it) and the options the monitor takes are built from the table - a check added
+as one file and one line appears in all three, and in node_health's checks mapping, with no other edit - and every
+list kept beside it - the runner's command_timeout, the troubleshooting page, the metric families, the findings a
+check reports, the example in CONTRIBUTING.md - is held equal to it here (the health_monitor role keeps no list:
+tests/unit/roles/test_health_check_options.py). One loop runs the checks and says the same way, for all, what a check
+could not read (unreadable) and that it could not run (not_run)."""
 
 import ast
 import glob
+import importlib
 import importlib.util
+import json
 import os
 import re
 import shutil
+import subprocess
+import sys
+import types
 from unittest import mock
 
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rdma.plugins.doc_fragments.command_timeout import ModuleDocFragment
+from ansible_collections.gpufabric.rdma.plugins.doc_fragments import node_checks as fragment
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import monitor
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, node_checks
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as registry, check
@@ -59,11 +66,21 @@ def test_every_check_is_one_file_and_one_line_of_the_registry_in_its_order():
     assert len(declared) == len(set(declared)), "a finding belongs to one check"
 
 
+def node_health_options():
+    """node_health's options as ansible-doc has them: its own DOCUMENTATION's and those of each of the collection's
+    fragments it extends, each imported as Ansible imports it (the module's own option wins, as there)."""
+    doc = yaml.safe_load(node_health.DOCUMENTATION)
+    options = dict(doc["options"])
+    for name in doc["extends_documentation_fragment"]:
+        module = importlib.import_module("ansible_collections.gpufabric.rdma.plugins.doc_fragments." + name.split(".")[-1])
+        for option, documented in yaml.safe_load(module.ModuleDocFragment.DOCUMENTATION)["options"].items():
+            options.setdefault(option, documented)
+    return options
+
+
 def _documented():
-    options = dict(yaml.safe_load(node_health.DOCUMENTATION)["options"])
-    options.update(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
     return dict((name, {"type": doc.get("type"), "default": doc.get("default"), "elements": doc.get("elements")})
-                for name, doc in options.items())
+                for name, doc in node_health_options().items())
 
 
 def _as_documented(spec):
@@ -108,6 +125,81 @@ def test_a_list_that_differs_from_the_registry_fails():
     assert sorted(found) == ["node_health's DOCUMENTATION", "the monitor's checks"]
     assert found["node_health's DOCUMENTATION"] == [("expected_nvswitches", str({"type": "int", "default": None, "elements": None}))]
     assert found["the monitor's checks"] == [("expected_nvswitches", str({"type": "int", "default": None, "elements": None}))]
+
+
+def _descriptions(options):
+    return dict((name, doc["description"] if isinstance(doc["description"], list) else [doc["description"]])
+                for name, doc in options.items())
+
+
+def test_node_healths_documentation_of_the_checks_options_is_the_tables():
+    """The fragment holds each option as its check declares it - the description too - and only those (command_timeout
+    is the command_timeout fragment's, the same for every module that runs commands)."""
+    generated = json.loads(fragment.ModuleDocFragment.DOCUMENTATION)["options"]
+    assert generated == dict((name, option.doc()) for name, option in registry.OPTIONS.items() if name != "command_timeout")
+    assert list(generated) == [o.name for o, owner in registry.options_table() if o.name != "command_timeout"]
+    assert yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION) == json.loads(fragment.ModuleDocFragment.DOCUMENTATION)
+    own = yaml.safe_load(node_health.DOCUMENTATION)
+    assert sorted(own["options"]) == sorted(MODULE_OPTIONS), "a check's option is documented in its check's file"
+    assert own["extends_documentation_fragment"] == ["gpufabric.rdma.node_checks", "gpufabric.rdma.command_timeout"]
+    with pytest.raises(ValueError, match="option expected_nvswitches has no description"):
+        check.Option("expected_nvswitches", "int").doc()
+
+
+@pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
+                    reason="needs the collection installed (make unit sets ANSIBLE_COLLECTIONS_PATH)")
+def test_ansible_doc_loads_the_computed_fragment():
+    proc = subprocess.run(["ansible-doc", "--json", "gpufabric.rdma.node_health"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    options = json.loads(proc.stdout)["gpufabric.rdma.node_health"]["doc"]["options"]
+    table = dict((name, option.doc()) for name, option in registry.OPTIONS.items() if name != "command_timeout")
+    assert set(options) == set(table) | set(MODULE_OPTIONS) | {"command_timeout"}
+    assert dict((k, v) for k, v in _descriptions(options).items() if k in table) == _descriptions(table)
+    for name, doc in table.items():
+        assert (options[name]["type"], options[name].get("default"), options[name].get("elements")) == \
+            (doc["type"], doc.get("default"), doc.get("elements")), name
+
+
+NVSWITCH = """# -*- coding: utf-8 -*-
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks.check import Check, Option, whole
+
+CHECK = Check("nvswitch", "the NVSwitches the node should have", reads=("sysfs class/nvswitch",), read=None, judge=None,
+              options=(Option("expected_nvswitches", "int", rules=(whole,), description="NVSwitches the node should have."),),
+              findings=("nvswitch_count",))
+"""
+
+
+def test_a_check_added_as_one_file_and_one_line_is_documented_taken_and_accepted_with_no_other_edit():
+    """A new check: its file (a module here) and its one line in all.py - all.py's text run again with the line added.
+    node_health's argument spec, its documentation (the fragment, loaded again as Ansible loads it), the options the
+    monitor takes and node_health's checks mapping then have its option; nothing else was edited."""
+    name = PREFIX + ".nvswitch"
+    new = types.ModuleType(name)
+    exec(compile(NVSWITCH, "nvswitch.py", "exec"), new.__dict__)
+    with open(os.path.join(FOLDER, "all.py"), encoding="utf-8") as handle:
+        text = handle.read()
+    line = "from %s import dcgm  # noqa: F401\n" % PREFIX
+    assert line in text
+    text = text.replace(line, line + "from %s import nvswitch  # noqa: F401\n" % PREFIX)
+    assert "expected_nvswitches" not in argument_spec(node_health)
+    try:
+        with mock.patch.dict(sys.modules, {name: new}), mock.patch.dict(registry.__dict__):
+            exec(compile(text, registry.__file__, "exec"), registry.__dict__)
+            importlib.reload(fragment)
+            assert registry.CHECKS[-1] is new.CHECK and [c.name for c in registry.CHECKS][-2] == "dcgm"
+            assert argument_spec(node_health)["expected_nvswitches"] == {"type": "int"}
+            assert node_health_options()["expected_nvswitches"] == {"type": "int", "description": "NVSwitches the node should have."}
+            assert differences() == {}
+            assert monitor.check_config({"checks": {"expected_nvswitches": 4}})["checks"]["expected_nvswitches"] == 4
+            with pytest.raises(monitor.ConfigError, match="expected_nvswitches must be a whole number"):
+                monitor.check_config({"checks": {"expected_nvswitches": 4.5}})
+            params = dict((k, v.get("default")) for k, v in argument_spec(node_health).items())
+            assert node_health.check_options(dict(params, checks={"expected_nvswitches": "4"}))["expected_nvswitches"] == 4
+    finally:
+        importlib.reload(fragment)
+    assert "expected_nvswitches" not in argument_spec(node_health) and "expected_nvswitches" not in node_health_options()
+    assert differences() == {}
 
 
 def test_options_are_checked_by_their_declared_rules():
@@ -240,7 +332,12 @@ CONTRIBUTING = os.path.join(ROOT, "CONTRIBUTING.md")
 def test_contributing_shows_adding_a_check_with_the_real_file_and_its_line():
     with open(CONTRIBUTING, encoding="utf-8") as handle:
         text = handle.read()
-    blocks = re.findall(r"```python\n(.*?)```", text[text.index("## Adding a node health check"):], re.S)
+    section = text[text.index("## Adding a node health check"):]
+    section = section[:section.index("\n## ", 1)]
+    assert "one new file in `plugins/module_utils/node/checks/` and one line in" in " ".join(section.split("\n"))
+    for elsewhere in ("vars/main.yml", "tasks/checks.yml", "argument_specs", "`DOCUMENTATION`"):
+        assert elsewhere not in section, "adding a check is one file and one line: nothing is edited in %s" % elsewhere
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
     with open(os.path.join(FOLDER, "peermem.py"), encoding="utf-8") as handle:
         peermem = handle.read()
     assert blocks[0] == peermem
