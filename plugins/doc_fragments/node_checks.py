@@ -23,5 +23,10 @@ def documentation():
 
 
 class ModuleDocFragment(object):
-    # Computed when Ansible loads the fragment (it imports it): a check's options come from its file only.
-    DOCUMENTATION = documentation()
+    """node_health's options of the checks; DOCUMENTATION is set below."""
+
+
+# Computed when Ansible loads the fragment (it imports it): a check's options come from its file only. Set after the
+# class, not in its body: ansible-test's yamllint sanity test reads the assignments of a fragment's class body as
+# string literals, and stops with an AttributeError on a call there (ansible-test 2.19).
+ModuleDocFragment.DOCUMENTATION = documentation()

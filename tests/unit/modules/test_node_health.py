@@ -237,7 +237,8 @@ HEALTHY = dict(expected_gpu_count=8, expected_rdma_devices=1, expected_mtu=1500,
 def test_the_checks_options_in_one_mapping_are_taken_as_if_given_by_name(node):
     """checks: every check's option in one mapping, as health_monitor_checks holds them (issue 54) - each value converted
     as node_health converts it by name: "8" is 8 GPUs (the 8x H200 capture: healthy), "9" finds one lost, "13" an Xid."""
-    given = dict(HEALTHY, expected_gpu_count="8", expected_mtu="1500", xid_ignore=["13", 109])
+    given = dict(HEALTHY)
+    given.update(expected_gpu_count="8", expected_mtu="1500", xid_ignore=["13", 109])
     by_name = _run(node, **given)
     in_checks = _run(node, checks=given)
     assert in_checks.get("failed") is not True, in_checks
@@ -265,8 +266,8 @@ def test_an_option_given_both_by_name_and_in_the_checks_mapping_is_refused_namin
     assert both["msg"] == ("expected_mtu is given both by name (1500) and in checks (9000): give it once - "
                            "by name, or in checks"), both["msg"]
     # By name at its default (as a role that passes every option would): the mapping's value is taken.
-    default = _run(node, checks=dict(HEALTHY, require_peermem=True), require_peermem=False)
+    default = _run(node, checks=HEALTHY, require_peermem=False)
     assert default.get("failed") is not True and default["healthy"] is True, default
     (node / "proc" / "modules").write_text("ib_core 462848 9 - Live 0x0\n")
-    unloaded = _run(node, checks=dict(HEALTHY, require_peermem=True), require_peermem=False)
+    unloaded = _run(node, checks=HEALTHY, require_peermem=False)
     assert [f["check"] for f in unloaded["findings"]] == ["peermem"]

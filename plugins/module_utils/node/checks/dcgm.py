@@ -43,11 +43,12 @@ def judge(node, readings):
 CHECK = Check(
     "dcgm", "DCGM's diagnostic: level 1 on every check, or the Slurm epilog's level between jobs",
     reads=("dcgmi diag -r <level> (command_timeout; the epilog's level its own limit)",), read=read, judge=judge,
-    options=(Option("dcgm_level", "int", rules=(periodic_level,), description=[
-                 "1 runs DCGM's level-1 diagnostic (C(dcgmi diag -r 1), seconds) on every check; each failing GPU is a "
-                 "critical finding in DCGM's words. One that cannot run (dcgmi missing, no host engine, timed out) is a "
-                 "warning and makes the report incomplete, so it never returns a node to service. Levels 2 and up stress "
-                 "the GPUs for minutes and are refused here - run them with role P(gpufabric.rdma.dcgm_diag#role) on a "
-                 "drained node."]),
-             Option("dcgmi_path", "path", description="Path of C(dcgmi); default the one on C(PATH).")),
+    options=(
+        Option("dcgm_level", "int", rules=(periodic_level,), description=(
+            "1 runs DCGM's level-1 diagnostic (C(dcgmi diag -r 1), seconds) on every check; each failing GPU is a "
+            "critical finding in DCGM's words. One that cannot run (dcgmi missing, no host engine, timed out) is a "
+            "warning and makes the report incomplete, so it never returns a node to service. Levels 2 and up stress the "
+            "GPUs for minutes and are refused here - run them with role P(gpufabric.rdma.dcgm_diag#role) on a drained "
+            "node.")),
+        Option("dcgmi_path", "path", description="Path of C(dcgmi); default the one on C(PATH).")),
     findings=("dcgm_diag", "dcgm_diag_not_run"), observed=("dcgm",), asked=lambda node: bool(level(node)))
