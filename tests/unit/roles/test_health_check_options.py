@@ -120,8 +120,7 @@ PLAY = """
         name: gpufabric.rdma.health_monitor
         tasks_from: checks.yml
       vars:
-        health_monitor_run_checks: "{{ given.checks }}"
-        gpufabric_expected_gpu_count: "{{ given.group }}"
+        health_monitor_run_checks: "{{ given_checks }}"
 
     - name: Write what it found
       ansible.builtin.copy:
@@ -142,8 +141,10 @@ def test_the_task_passes_the_mapping_converted_with_the_groups_gpu_count_and_no_
         {"expected_gpu_count": 8}, 9), "none": ({}, None), "an unknown name": ({"expected_gpus": 8}, None)}
     results = {}
     for name, (checks, group) in cases.items():
-        extra = {"given": {"checks": dict(node, **checks), "group": group}, "result_file": str(tmp_path / "result.json"),
+        extra = {"given_checks": dict(node, **checks), "result_file": str(tmp_path / "result.json"),
                  "ansible_python_interpreter": sys.executable}
+        if group is not None:
+            extra["gpufabric_expected_gpu_count"] = group
         env = dict(os.environ, NVIDIA_SMI_CAPTURE=str(tmp_path / "capture"), ANSIBLE_NOCOLOR="1")
         proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", "-e", json.dumps(extra),
                                str(tmp_path / "play.yml")], capture_output=True, text=True, env=env, timeout=300, check=False)
