@@ -100,7 +100,7 @@ def _included_after_the_settings(task_file):
 
 def _playbook_sites():
     """(file, play, whether the play read the settings before, expression) of each module argument cluster."""
-    sites = [(path, play) for path, play in _plays()]
+    sites = list(_plays())
     sites += [(path, {"tasks": yaml.safe_load(open(path, encoding="utf-8")) or [], "included": True})
               for path in sorted(glob.glob(os.path.join(ROOT, "playbooks", "tasks", "*.yml")))]
     for path, play in sites:
@@ -113,10 +113,10 @@ def _playbook_sites():
 
 
 def test_every_place_that_names_the_cluster_is_found():
-    roles = sorted({f for f, _ in _role_sites()})
+    roles = sorted({site[0] for site in _role_sites()})
     assert roles == ["roles/_common/vars/main.yml", "roles/fleet_monitoring/tasks/main.yml",
                      "roles/health_monitor/tasks/main.yml", "roles/remediator/tasks/main.yml"]
-    found = [(f, e) for f, _, _, e in _playbook_sites()]
+    found = [(site[0], site[3]) for site in _playbook_sites()]
     written = [(os.path.relpath(p, ROOT), v) for p in glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True)
                for v in KEY.findall(open(p, encoding="utf-8").read())]
     assert len(found) == len(written) >= 3, (found, written)
