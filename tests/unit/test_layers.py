@@ -71,3 +71,20 @@ def test_the_import_graph_has_no_cycle():
 def test_the_checks_can_fail():
     assert _upward({"parse/a": {"fleet/b"}, "fleet/b": set()}) == ["parse/a imports fleet/b"]
     assert _cycles({"judge/a": {"judge/b"}, "judge/b": {"judge/a"}})
+
+
+PRIVATE = "# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere."
+
+
+def _unmarked(paths):
+    """The files whose fourth line (after the coding, copyright and licence lines) is not the private mark."""
+    return [os.path.relpath(path, ROOT) for path in paths if open(path, encoding="utf-8").read().split("\n")[3:4] != [PRIVATE]]
+
+
+def test_every_module_util_says_it_is_private_to_the_collection():
+    """Nothing is released yet: module_utils is the collection's own, and each file says so on one line (as
+    community.docker's module_utils do), so that no other collection or playbook takes it for an API."""
+    paths = sorted(glob.glob(os.path.join(MODULE_UTILS, "**", "*.py"), recursive=True))
+    assert len(paths) > 100
+    assert _unmarked(paths) == []
+    assert _unmarked([os.path.join(ROOT, "plugins", "modules", "node_health.py")]) == ["plugins/modules/node_health.py"]

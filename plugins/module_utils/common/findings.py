@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The one shape of a problem found, and the one severity scale, for every part of the collection.
 
 A finding is {check, severity, target, detail, fix_hint}: discovery's readiness report, the node health

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Host names to a Slurm hostlist expression (``node[01-04,07],login``), the short way to name many
 hosts in a message, a metric label or topology.conf; slurm_jobs.expand_hostlist is the way back. And the
 natural order people read host lists in. Standard library only."""

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What the topology modules share: TopologyError, the one error they raise (it names the value),
 short() for a value quoted in a message, and Slurm's names: what topology.conf can hold (check_slurm_name)
 and a switch's own name made into one (sanitize_name).

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Alertmanager's webhook notifications, as pure functions: checked, turned into the chat messages the
 health monitor sends (one per alert group, every node named, split only where a chat service's size
 limit needs it), and into reports for the one remediation decider.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Chat and webhook delivery as data: the webhook types (Lark/Feishu, DingTalk, Slack, generic JSON), their
 signatures, the request for one message, what a service's answer means, what must never be printed (redaction),
 and the webhooks list's one check. Pure; sending is webhook.py's, queueing outbox.py's.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The one decider of a cluster, where it touches the world: the scheduler's records and clock, the
 ledger and outbox on disk (the outbox in a file of its own, so a damaged ledger never takes the undelivered messages
 with it), the drain and resume commands. The decisions are remediation.plan's (pure).

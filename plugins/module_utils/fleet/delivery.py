@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Sending the outbox: each webhook in its own thread with its own deadline, oldest message first.
 
 Host access (threads, sockets through webhook.py). Used by the health monitor and the remediation

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Kubernetes Nodes as the decider reads and changes them: the fleet and each Node's ledger record from a NodeList
 (our taint, our cordon annotation, the ledger annotation), the records merged with the decider's own file, and the
 JSON patch of a drain or resume that touches only what is ours. Pure: kubectl is run by decider.py.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The decider's ledger: what it remembers between runs (each node's drains with the findings recorded at
 the drain, its resumes, the cause it was last held back by; the open circuit breaker), checked when read back,
 reconciled with the scheduler (a drain or resume recorded as an intent before the decider acts is settled: confirmed,

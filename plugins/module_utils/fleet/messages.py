@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The messages gpufabric sends people, as data and as text: a node's event (new, worse, repeat, recovered), a
 decision of the remediation decider (drained, resumed, held back, ...), an Alertmanager group. The generic webhook
 receives the payload itself; every chat message is ``text_message`` of it. Pure; the chat services' envelopes and

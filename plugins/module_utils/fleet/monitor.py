@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What the health monitor decides, as pure functions: the program itself (the clock, the state
 file, HTTP) is roles/health_monitor/files/gpufabric_health_monitor.py, which a systemd timer runs.
 

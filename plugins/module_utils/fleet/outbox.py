@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Messages waiting for their webhooks, as pure data: {webhook name: [message, ...]}, oldest first.
 
 A message is put here (and the state holding it saved) before anything is sent, and leaves only when

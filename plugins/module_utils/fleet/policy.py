@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The decider's policy and configuration, checked: the rules that map each finding (check, severity) to
 ``drain``, ``notify`` or ``none``, the limits (rate limit, circuit breaker, escalation), the decider's settings
 (mode, the certificate a resume needs, the rack as one unit (racks.py), the scheduler it acts on); and the marks of

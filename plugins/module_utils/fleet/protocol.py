@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The node-to-decider protocol, written once: what a node sends the decider and how the decider checks it.
 
 Two requests: the node asks for a nonce (``challenge_body``, signed), then sends its report with that nonce

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The rack as the decider's unit: an NVL72 rack (GB200, GB300: 18 compute trays joined by NVLink switch trays into
 one NVLink domain, run by IMEX across the trays) is decided, limited and returned as one.
 

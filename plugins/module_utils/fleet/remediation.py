@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """One decider per cluster: from the nodes' reports to drains and resumes, as pure decisions.
 
 Nodes detect and report; one decider per cluster (the remediator service on the Slurm controller,

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The decider's plan, the phases that count (remediation.plan runs them in this order, before and after the
 decisions): the open intents settled, the holds a rebuilt ledger puts on drains and resumes, the findings that ask
 for a drain, the fleet counted once per partition, the certificates handed in, the circuit breaker, the resumes

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The decider's plan, phase 9 (drains): the drain candidates, worst first, each against the circuit breaker, the
 rate limits of every partition it is in and a rebuilt ledger's hold (drain_hold), then escalated or not
 (escalation), and recorded: a shadow drain in shadow mode, an open intent (pending) in enforce mode. A rack in an

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The decider's plan, the rack's phases (racks.py says what a rack is and when it decides):
 
 - 3b ``rack_view`` (after drain_causes, before the fleet is counted): what each reported node says of its rack is

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The decider's plan, phase 10 (resumes): each node gpufabric drained and no finding holds, failing closed
 (why_it_stays: escalated, an incomplete report, a finding recorded at the drain still there, findings not all known,
 no certificate that answers this drain), then against the circuit breaker, a rebuilt ledger's hold and max_resumes

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The decider's plan, phase 8 (triage): one decision per reported node, and which of them may drain or resume.
 
 A node with a drain-worthy finding that is not drained is a drain candidate; one gpufabric drained that no finding

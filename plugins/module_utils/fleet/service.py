@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What the collection's long-running services (the remediation decider, the alert relay) do the same way:
 read their JSON configuration through their own check, serve HTTP a thread per connection (bounded, each request
 bounded in time), refuse JSON nested too deep before parsing it, answer with JSON, and run until systemd stops them.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The field checks every program's configuration shares (the health monitor, the decider, the alert relay):
 seconds, the state directory, a secret, one-line names. Pure, and it imports no check of any subject, so the
 decider and the relay do not ship the node's checks to read their own settings.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Slurm's node state as the decider reads and changes it: `sinfo` for the whole fleet, `sdiag` for slurmctld's
 clock, `scontrol show node` for one node, and the `scontrol update` line of a drain or resume. Pure: the commands
 are run by decider.py.

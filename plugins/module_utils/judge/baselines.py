@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Reference figures, so a report can say whether a number is good: "346 GB/s = 100 % of the H200x2
 NVLink baseline". Each entry names where it was measured; a site records its own with
 ``record_baseline`` (the local file is read over these).

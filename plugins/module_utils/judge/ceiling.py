@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What the hardware can carry: the ceiling of an nccl-tests run's busbw, from what discovery records of its nodes.
 
 nccl-tests' bus bandwidth (PERFORMANCE.md) is normalised so that it can be set against the speed of the slowest

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """A port's GID table as show_gids printed it (parse/show_gids.py) against what rdma_devices read from sysfs: a GID one
 lists and the other does not, or lists otherwise (``gid_table_mismatch``), and a RoCE v2 IPv4 GID index the two give
 differently (``gid_index_mismatch``). The rdma_devices module and the ``show_gids_cross_check`` filter call it.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Which GPUDirect RDMA path a node gives NCCL, and why, by NCCL's own conditions (NVIDIA/nccl
 ``src/transport/net_ib.cc``: ``ncclIbDmaBufSupport`` and ``ncclIbGdrSupport``; ``src/init.cc``: the GPU's dma-buf
 check):

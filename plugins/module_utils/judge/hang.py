@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """A hung job's culprit: NCCL's RAS status (parse/nccl_ras.py) joined with the health of each suspect's node.
 
 ``hang_report`` takes what the nodes of a job answered (the first that answered, in the order asked), the health

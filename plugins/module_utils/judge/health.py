@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Node health: what went wrong on a GPU/RDMA node, judged from what the readers made of its kernel log
 (parse/kernel_log.py), nvidia-smi (parse/gpu.py), sysfs counters and configuration (parse/nccl_conf.py). Pure
 functions, standard library only; every finding has check, severity, target, detail and fix_hint (the readiness

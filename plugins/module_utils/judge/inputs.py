@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The rules between a role's inputs that its argument spec cannot say, one function per role.
 
 Each takes the role's variables by name - all of them (the role's own check, defaults included) or only those the user

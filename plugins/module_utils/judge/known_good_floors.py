@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The security floors the collection ships: per NVIDIA data-center (Tesla) Linux driver branch, the first version that
 carries the fixes of the newest NVIDIA security bulletin we could read for that branch, with that bulletin.
 

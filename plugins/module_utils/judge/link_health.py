@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The physical layer of a link: findings from mlxlink (per HCA port) and iblinkinfo (per switch port).
 
 Pure: parsed readings in, findings out (common.findings). A link that trained below what it and its cable can

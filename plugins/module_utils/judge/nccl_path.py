@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The NCCL path a run took, judged: what parse/nccl_debug.py read from its NCCL_DEBUG=INFO log against what the
 node's profile expects (RDMA, NCCL_IB_HCA, GPUDirect RDMA, peer-to-peer between the GPUs of one node), quoting the
 NCCL lines it read; what a run's NCCL

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """One nccl-tests run, judged once: the verdict that validation, burn-in (pairs and search groups) and the tuner take.
 
 ``from_registered`` is the one adapter from what Ansible registered for a run's command (a skipped task, a command

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """NIC firmware settings a node should have, and the finding when a card has others: the profiles and their
 parameters turned into the settings they want (``desired``), the health check's and discovery's ``nic_firmware``
 option checked (``check_options``), and the finding per card from its plan (plan/nic_firmware.py): a warning

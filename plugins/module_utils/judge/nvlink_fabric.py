@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """A node's NVLink fabric judged without crying wolf: what parse_nvidia_smi_fabric read (each GPU's registration,
 domain and Health rows), and, when given, ``nvidia-smi nvlink --status`` and two ``-e`` readings (parse/nvlink.py).
 

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """A node's NVLinks judged from what parse/nvlink.py read of ``nvidia-smi nvlink --status`` and ``-e``: NVLinks down
 where the machine shows they should be up (``nvlink_down``), error counters that rose between two readings
 (``nvlink_errors``). judge/nvlink_fabric.py and the node's health check take them from here.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """perftest between hosts (ib_write_bw, ib_read_lat, ...): the plan of pairs and rails, each run judged against the
 thresholds, and the report (perftest.md with its rail x pair table). The reader of perftest's output is
 parse/perftest.py; ``check_thresholds`` sets one parsed run against the thresholds."""

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Which RDMA ports carried the bytes of a run, judged from two readings of their counters (sysfs
 ``port_xmit_data``/``port_rcv_data``, or byte counters: eadm stat, EFA and erdma hw_counters): the bytes each
 port moved, and the ports that carried too little. Pure functions, standard library only.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The rack as the unit: readiness groups the nodes by NVLink domain (their GPUs' ClusterUUID and CliqueId, kept by
 gpu_facts as ``gpu.fabric``) and sets each domain against the trays it should have.
 

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Grey failures: what is slowly going wrong, read as rates over the monitor's own history, and the
 static signs of a degraded part (a PCIe link below its width, GPU clocks held down by hardware).
 

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """A running job that runs slow: the stragglers the NCCL Inspector shows (judge/stragglers.py), each joined with the
 health of its node (judge/suspects.py, the join hang.yml uses), as slow.yml reports them.
 

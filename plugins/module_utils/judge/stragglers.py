@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Which ranks hold a running job back, from the NCCL Inspector's figures (parse/nccl_inspector.py).
 
 A collective ends on every rank at about the same moment - no rank finishes before the last one has sent its part -

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """A rank a job singles out, joined with the health of its node: the one join of hang.yml (judge/hang.py, a rank
 NCCL's RAS names in a job that stopped) and slow.yml (judge/stragglers.py, a rank the NCCL Inspector shows late or
 slow in a job that runs).

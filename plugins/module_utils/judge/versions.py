@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The known-good state of a fleet: what each node runs (its versions), which kind of node it is (its SKU: GPU model x
 NIC model), and the two ways a node falls out of it.
 

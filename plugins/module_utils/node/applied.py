@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What a configuration phase applied on this node, kept so a later run can skip the phase while it still holds.
 
 Host access, standard library only; the applied module uses it. A phase (configure.yml's drivers, network,

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The one way a DCGM diagnostic is run on a node: ``dcgmi diag`` with a time limit, its output read, and why it gave
 no verdict when it did not (missing, killed at its limit, an error or nonsense instead of its table). The dcgm_diag
 module and the health check (node_checks) both call it; judge/dcgm_diag.py judges what it returns.

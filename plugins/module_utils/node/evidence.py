@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Evidence at the drain, collected on the node the decider just drained, before anyone reboots it: a bounded
 tar.gz of what a person (or NVIDIA support) asks for first.
 

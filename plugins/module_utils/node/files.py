@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """File reading and atomic writing shared by the modules that manage configuration files.
 
 Every read is of a regular file only, and bounded: a FIFO would block the reader for ever, a device such as

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The NCCL Inspector's dumps of a running job on this node, read in bounded memory, and the GPU each of the job's
 processes computes on (nvidia-smi), for the straggler judge (parse/nccl_inspector.py, judge/stragglers.py).
 

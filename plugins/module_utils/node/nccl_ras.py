@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Ask a running NCCL job what is wrong with it: a client of NCCL's RAS port (NCCL 2.24 and later).
 
 Every process of an NCCL job runs a RAS thread; one process per node listens on NCCL_RAS_ADDR

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Reading one network interface's host for the rdma_netdev module: the snapshot netdev_plan plans from.
 
 Host access, standard library only. Every path is under the module's sysfs_root, procfs_root and

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """NIC firmware settings on the node: ``mlxconfig`` (MFT) or ``mstconfig`` (mstflint) ``q`` per device, the plan
 against the profiles (plan/nic_firmware.py), the health check's finding, and - only on a node out of service, as the
 nic_firmware module is told - ``set`` and the firmware reset (``mlxfwreset``/``mstfwreset``) that makes it take effect.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """One health check of a node: what the node_health module returns and the health monitor sends.
 
 Both call ``check_node`` with the same options, so a finding reported by an Ansible run and a finding posted by the

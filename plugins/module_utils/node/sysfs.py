@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Reading a sysfs tree: RDMA devices and their ports, port error counters, netdev attributes.
 
 Host access, standard library only. Every reader takes the tree's root, so a captured copy of /sys

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """One webhook POST, bounded in time and size, never redirected (host access: sockets). urllib's opener
 turns a 302 into a bodiless GET that looks delivered (taking the signature header to the new host), times
 out per recv only, so a receiver that drips a byte a second holds the run for ever, and reads answers whole."""

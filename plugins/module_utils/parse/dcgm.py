@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``dcgmi diag -r 1|2|3|4`` read: DCGM's active diagnostics, as the table it prints (DCGM 2.x, 3.x and 4.x layouts)
 or as its ``-j`` JSON (3.x: ``gpu_id``/``gpu_ids`` per result; 4.x: ``entity_id`` per result and ``test_summary``).
 

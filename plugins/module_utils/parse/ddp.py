@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The DDP benchmark's output (roles/ddp_benchmark/files/ddp_benchmark.py), read and judged.
 
 Lines, possibly behind launcher prefixes (srun -l, torchrun's "[rank0]:"), CRLF or colour:

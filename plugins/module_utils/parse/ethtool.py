@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``ethtool -i <netdev>`` (the driver's information) to a dictionary: ``driver``, ``version``,
 ``firmware_version`` and, where mlx5_core appends it (``28.39.1002 (MT_0000000838)``), the board id ``psid``,
 ``expansion_rom_version``, ``bus_info`` and the ``supports_*`` flags as booleans. A prompt line is skipped; text with

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """NVIDIA GPU discovery: `nvidia-smi -q -x`, `nvidia-smi topo -m` and /proc/modules to dicts.
 
 `nvidia-smi -q -x` is parsed here only (``nvidia_smi_root``, once per reading): its facts, PCIe links and clock event

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``ibdev2netdev`` and ``ibdev2netdev -v`` read: the netdev of each RDMA port and its state, and with ``-v``
 the PCI address, HCA type, part, description, firmware and the RDMA port's state.
 

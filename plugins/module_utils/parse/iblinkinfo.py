@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``iblinkinfo`` (infiniband-diags) text to one entry per port, in its block and its line (``-l``) layouts.
 
 Blocks: a ``Switch: 0x<guid> <name>:`` or ``CA: <name>:`` line, then one line per port - a switch's

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """`ibnetdiscover`'s topology file (with or without -s/-g) read: switches, CAs and routers with their
 links, the host each CA belongs to (from its NodeDescription, 'node01 mlx5_0', or a node name map), and a
 switch's own name from its NodeDescription. Node GUIDs in every form ibnetdiscover prints, and its

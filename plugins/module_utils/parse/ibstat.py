@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``ibstat`` and ``ibstatus`` read: each CA and its ports (state, physical state, rate, link layer, LIDs,
 GUIDs), and the error lines of a device that could not be read.
 

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The IOMMU mode of a node, for GPUDirect: from what the kernel says (``iommu: Default domain type: Passthrough``
 or ``Translated`` in its log), from the boot command line (``iommu=pt``, ``intel_iommu=off``, ``amd_iommu=off``), and
 from sysfs, the one that decides: each PCI device's ``iommu_group/type`` (``identity`` is passthrough, ``DMA`` and

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The kernel log (dmesg, dmesg -T, journalctl -k) as the NVIDIA and mlx5 drivers write to it: Xid events of the GPUs,
 NVSwitch SXids, NVLinks that did not come up at driver load, NICs on a limited PCIe link. Repeats are folded; the
 findings are judge/health.py's. Standard library only."""

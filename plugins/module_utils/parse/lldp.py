@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """LLDP neighbours as lldpd prints them: `lldpcli show neighbors` (or lldpctl) in its text, `-f json`,
 `-f json0` and `-f keyvalue` forms (Ethernet / RoCE), one neighbour per local interface.
 

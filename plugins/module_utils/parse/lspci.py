@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``lspci -vvv`` read for the GPUDirect path: per device its address, class and name, the PCIe link it can train to
 (``LnkCap``) and the one it runs at (``LnkSta``, with lspci's ``(downgraded)`` where it says so), ``MaxPayload`` and
 ``MaxReadReq`` (``DevCtl``), and Access Control Services (``ACSCap`` and ``ACSCtl`` flags: ``SrcValid+ ReqRedir+

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``mlxlink -d <dev>`` (and ``-c``, ``-m``, ``--show_ber_monitor``, ``--port_type PCIE``) text to dictionaries.
 
 mlxlink prints sections - a title line, a line of dashes, then ``Key : Value`` lines padded to a column (32 or

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """NCCL's configuration file as the nccl_env role writes it (/etc/nccl.conf): the variables it sets. Standard library
 only; the drift against the profile is judge/health.py's."""
 

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What an NCCL_DEBUG=INFO log says about the network NCCL used, and NCCL_IB_HCA as NCCL reads it.
 
 ``parse_nccl_debug`` reads the log as it is found: alone, mixed with nccl-tests output, behind

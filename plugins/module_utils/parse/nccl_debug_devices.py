@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What an NCCL_DEBUG=INFO log says about the network devices NCCL found, for parse/nccl_debug.py: NCCL 2.27's
 per-port and 'Made virtual device' lines (and the IB devices of a log cut before its 'NET/IB : Using' line),
 the GPUDirect RDMA lines of each HCA and the verdict they give, the family of a net plugin.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What an NCCL_DEBUG=INFO log says about multi-node NVLink (MNNVL) and NVLink SHARP (NVLS), for
 parse/nccl_debug.py. The lines, as NCCL prints them (src/init.cc, src/mnnvl.cc, src/transport/nvls.cc):
 

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Reader of the NCCL Inspector's output (NCCL's profiler plugin ``plugins/profiler/inspector/``, 2.28 and later).
 
 Two forms, as the plugin writes them:

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Reader of NCCL's RAS status (NCCL 2.24 and later): what a running job says about its communicators.
 
 The text is what ``ncclras`` (or the collection's client, node/nccl_ras.py) prints for ``STATUS`` or

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """nccl-tests output (text or -J JSON) to plain dictionaries, and threshold checks.
 
 Standard library only; used by the parse_nccl_tests filter and the nccl_tests role.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``nvidia-imex-ctl -N`` read: the IMEX domain as one node's daemon sees it - each node with its index, address,
 hostname (``-H``), status and version, its connection to every node, and the domain's state.
 

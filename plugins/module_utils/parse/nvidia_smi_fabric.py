@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The Fabric section of `nvidia-smi -q` (text) and `nvidia-smi -q -x` (XML): each GPU's NVLink fabric
 state, status, clique ID, cluster UUID and Health rows, its Platform Info (the rack's chassis, the tray, the module),
 and the node's NVLink domain or why it has none.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``nvidia-smi -q`` (or ``-a``) in its text form - what users paste and what every driver prints - to dictionaries.
 
 The text is a tree by indentation: ``Key : Value`` lines, and section lines without a colon (``MIG Mode``, ``GPU

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``nvidia-smi nvlink --status`` and ``-e`` read: each GPU's NVLinks, their speed and their error counters.
 The findings made from them (NVLinks down, error counters that rose) are judge/nvlink_links.py's.
 

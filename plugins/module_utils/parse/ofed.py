@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """``ofed_info -s``: which NVIDIA RDMA stack a node runs - ``MLNX_OFED_LINUX-23.07-0.5.1.2:`` (MLNX_OFED) or
 ``OFED-internal-24.10-1.1.4.0.200:`` (DOCA-OFED, the DOCA host packages) - as {stack, version, text}. None when the
 text holds neither (no ofed_info: the inbox rdma-core). Pure.

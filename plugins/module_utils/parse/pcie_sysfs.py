@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """A PCI device's link attributes as sysfs prints them (``/sys/bus/pci/devices/<address>/current_link_speed``,
 ``max_link_speed``, ``current_link_width``, ``max_link_width``): speeds in GT/s, widths in lanes. node/sysfs.py reads
 the files; judge/rates.py judges the links. Pure, standard library only.

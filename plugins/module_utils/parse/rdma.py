@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """RDMA devices: what sysfs holds for them, and ibv_devinfo's text, to plain dictionaries.
 
 Pure functions, standard library only: they take attribute texts (read by sysfs.py on the node)

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What the readers of the RDMA and NVLink tools share (ibstat, ibdev2netdev, show_gids, ``rdma link``,
 ``eadm stat``, ``nvidia-smi nvlink``): the one error they raise, and how they read a port state, a physical
 state, an integer, a leading number and a value the tool may have redacted.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """iproute2 ``rdma link [show]`` read, in each form it has had (``1/1: mlx5_0/1: ...`` with ``-d`` lines,
 ``link mlx5_0/1 ...``, ``-j`` JSON): each port's state, physical state, netdev, LIDs and caps.
 

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Mellanox ``show_gids`` read: each port's GID table (index, address, IPv4, RoCE version, netdev), and the RoCE v2
 IPv4 GID index it gives (NCCL_IB_GID_INDEX, ib_write_bw -x). show_gids against rdma_devices (sysfs) is judged in
 judge/gid_table.py.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """slurm.conf as slurmctld and slurmd read it, Include lines followed (the slurm_conf_settings module):
 each file's settings and Include lines, the Slurm release's rule for a relative Include, the tree of files
 in Slurm's order, and the plan that sets or removes our settings in the main file, every other byte kept.

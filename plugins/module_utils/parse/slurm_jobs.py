@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Slurm job state from what sbatch, scontrol and sacct print: job records, submit lines, job ids,
 hostlist expressions and times; and the slurm_jobs role's jobs: the fields that cannot go into an sbatch
 script, the runs the nccl-tests judge reads from finished jobs, and their report. Pure functions,

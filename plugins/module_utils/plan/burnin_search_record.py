@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Reading a round of the burn-in search (plan/burnin_search.py plans the rounds): ``record`` takes the
 round's figures and judges each run against the reference (a run short by a small margin is run again first),
 then grows the search tree with what each verdict leads to - the halves of a short group, a link search crossing

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What a burn-in search found (plan/burnin_search.py, plan/burnin_search_record.py), judged and reported:
 ``summary`` (the findings and the search tree as lines a person reads), ``failures`` (one sentence each),
 ``markdown``, and ``report``, shaped as the pairwise burn-in's (judge/burnin.py) so the burnin role writes either

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Kubernetes manifests for RDMA device plugins and RDMA workloads, as plain dicts.
 
 Pure functions, standard library only: the device_plugin and k8s_workloads roles render these,

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Kubernetes Dynamic Resource Allocation (resource.k8s.io/v1, GA in Kubernetes 1.34): the DeviceClasses and the
 ResourceClaimTemplates that claim GPUs (NVIDIA's GPU DRA driver, driver gpu.nvidia.com) and RDMA NICs (dranet, driver
 dra.net) together, aligned the way discovery found each node type's rails, every choice with its reason.

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The one mpirun command line of the collection (validation, burn-in, the tuner, DDP): the launcher, where the
 ranks go, -np, one -x per exported variable, the command - every part checked to be one line."""
 

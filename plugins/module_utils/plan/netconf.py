@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufabric.rdma maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Pure helpers for network interface configuration: MTU checks, the persistent configuration of
 each network manager, and the commands that set RoCE v2 lossless QoS. No I/O here: the modules
 read the host and apply what these functions return, so every rule is unit-tested."""

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What the rdma_netdev module changes on one interface, decided from a snapshot of the host.
 
 Pure functions, standard library only. netdev_host.snapshot() reads the host (sysfs, procfs,

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """NIC firmware settings planned against what ``mlxconfig q`` shows (parse/mlxconfig.py): per device each setting to
 change, from what to what, and the one ``mlxconfig set`` line that makes it, for the settings judge/nic_firmware.py's
 ``desired`` wants.

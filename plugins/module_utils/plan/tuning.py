@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Measured NCCL tuning, as pure decisions over nccl-tests results.
 
 The nccl_tune role measures every candidate setting against NCCL's defaults in one run, interleaved

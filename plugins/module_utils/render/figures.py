@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The figures of validation runs as metric families, so a fleet's numbers can be graphed against time and
 baseline: nccl-tests busbw per collective, size and node set; perftest bandwidth and latency per pair;
 burn-in busbw per pair or group and its verdict per host; NCCL tuning busbw per setting; DDP images/s and

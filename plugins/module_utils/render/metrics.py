@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Findings, the checks' own health and remediation decisions as Prometheus metrics: pure functions.
 
 The text is the exposition format node_exporter's textfile collector reads (``# HELP``, ``# TYPE``,

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """slow.yml's reports (judge/slow_job.py) as metric families, per rank, so a dashboard shows a rank drifting from one
 run of slow.yml to the next (AWX schedules it): how often each rank came last, how long the others waited for it,
 its collectives' time and bus bandwidth, with the job's verdict and each straggler. Labels: ``job``, ``comm`` (the

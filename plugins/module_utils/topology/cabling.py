@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Cabling: where each host NIC is seen on the fabric (ibnetdiscover, LLDP), checked against the
 plan - a leaf per host or per NIC, or rail k of every host on leaf k - naming every port on the wrong leaf.
 

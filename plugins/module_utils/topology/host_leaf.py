@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Which leaf switch every host hangs off, from the sources in order of trust: ibnetdiscover (the
 fabric as the subnet manager sees it), LLDP (each host's own neighbours, per NIC), then the inventory's
 host -> leaf map.

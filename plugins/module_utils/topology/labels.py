@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Kubernetes node labels of the topology facts: gpufabric.io/leaf (the host's leaf switch),
 gpufabric.io/nvlink-domain (its NVLink domain as a block name), the same facts topology.conf holds, and
 nvidia.com/gpu.clique (the domain as NVIDIA's GPU feature discovery labels it).

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """NVLink domains across hosts: the hosts that share one (cluster UUID, clique ID), from each host's
 nvidia-smi -q Fabric section (parse/nvidia_smi_fabric.py) or gpu_facts' fabric fact, and why a host has none;
 one node's place in the rack (its domain, chassis, slot and tray) from its GPUs' Fabric and Platform Info; and the

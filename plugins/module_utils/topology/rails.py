@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Rails: the GPU -> closest NIC map (nvidia-smi topo -m) across nodes - the map most nodes agree on,
 the nodes that differ (two NICs swapped named as such), NCCL_IB_HCA in rail order, and whether
 NCCL_CROSS_NIC=0 is safe (every node the same and, given each NIC's leaf, every leaf carrying one rail).

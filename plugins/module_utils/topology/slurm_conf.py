@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Slurm's topology.conf written from the fabric: topology/tree (a SwitchName line per leaf with its
 nodes, the switches above level by level, one top switch over them all) from fabric_tree's or host_leaf_map's
 result, and topology/block (one BlockName per NVLink domain, BlockSizes checked as Slurm wants) from

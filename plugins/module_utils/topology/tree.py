@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The fabric's switch tree from parse_ibnetdiscover's result: a unique Slurm name for every switch,
 leaves (the switches hosts hang off), the spines and cores above them by level, which leaf each host is on,
 and the rail groups (leaves that carry the same hosts).

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Every node health check, one line each, in the order they run (node_checks.check_node); gpud registers its
 components the same way (components/all/all.go). A new check is one file in this folder (check.py says what it
 declares) and one line here. From this table come node_health's argument spec, the options the health monitor

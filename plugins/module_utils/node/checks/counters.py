@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """counters: the RDMA ports' error counters. The module compares two readings counter_interval seconds apart (or the
 reading a caller saved); the health monitor keeps a history and judges rates over rate_window - symbol errors,
 link flaps, RoCE congestion, PFC pause storms (from `ethtool -S` of each RDMA netdev, when ethtool is there: one

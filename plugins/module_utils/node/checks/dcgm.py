@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """dcgm: DCGM's diagnostic (`dcgmi diag -r 1` on every check; level 2 from the Slurm epilog, between jobs) judged by
 judge/dcgm_diag.py - each failing GPU a critical finding in DCGM's words. One that could not run (dcgmi missing, no
 host engine, timed out) makes the report incomplete: such a report never puts a node back into service."""

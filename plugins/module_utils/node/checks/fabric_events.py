@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """fabric_events: what the kernel log says of the fabric without an Xid - NVSwitch SXids (fatal is critical),
 NVLinks that did not come up at driver load, NICs on a PCIe link slower or narrower than they can use. The xid
 check's reading of the kernel log; one that cannot be read is said by xid."""

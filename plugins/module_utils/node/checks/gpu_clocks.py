@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """gpu_clocks: GPU clocks held down by HW slowdown, HW thermal slowdown, HW power brake or SW thermal slowdown, from
 nvidia_smi's reading of `nvidia-smi -q -x`."""
 

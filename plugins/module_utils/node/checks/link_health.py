@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """link_health: each HCA port's physical layer (`mlxlink -d <dev> -p <port> -c`, parse/mlxlink.py,
 judge/link_health.py). A port mlxlink could not read, or whose BER it could not give, makes the report incomplete
 (link_unread), never a healthy port; so does a node with no NVIDIA HCA to read or no mlxlink (not run). The

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """nccl_env: the NCCL configuration file (nccl_conf) against the variables the deployed profile sets
 (expected_nccl_env): a variable missing or different is a warning, one set by hand is info."""
 

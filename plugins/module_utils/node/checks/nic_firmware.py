@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """nic_firmware: each NVIDIA (Mellanox) card's firmware settings (`mlxconfig -d <device> q`, or mstconfig) against
 profiles, as the nic_firmware module takes them: a warning per card that differs, naming each setting from what to
 what; a card the tool cannot read, or no card at all, makes the report incomplete (a node never returns to service

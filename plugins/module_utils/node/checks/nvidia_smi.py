@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """nvidia_smi: nvidia-smi answers and counts the GPUs the site expects.
 
 A hung or failing nvidia-smi is critical and leaves the GPUs unread; a missing one matters where GPUs are expected (a

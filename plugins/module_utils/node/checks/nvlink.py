@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """nvlink: NVLinks down (`nvidia-smi nvlink --status`) where the GPUs were counted - a GPU with none of its links
 active while its peers have theirs, or some links of a GPU inactive. A listing that cannot be read is a source that
 could not be read; a machine without NVLink prints nothing and gives nothing."""

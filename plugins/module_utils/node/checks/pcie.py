@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """pcie: a GPU or RDMA NIC whose PCIe link in sysfs is narrower than its maximum, or a NIC's slower."""
 
 from __future__ import absolute_import, division, print_function

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """peermem: GPUDirect RDMA's kernel module (nvidia_peermem, or the older nv_peer_mem) is loaded on a GPU node that
 requires it."""
 

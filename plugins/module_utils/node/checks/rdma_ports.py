@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """rdma_ports: the RDMA devices the node should have, each port ACTIVE and at least at the rate it should run."""
 
 from __future__ import absolute_import, division, print_function

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """xid: the GPUs' Xid events in the kernel log since boot, rated from NVIDIA's Xid catalog (application Xids are
 info), repeats folded; a GPU that fell off the bus without an Xid line counts as Xid 79. A kernel log that cannot be
 read is a warning and makes the report incomplete: a node drained by gpufabric stays drained."""
