@@ -111,7 +111,8 @@ if [[ $stages == *" overhead "* ]]; then
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,PROFILE allreduce json "$cap/probe-dumps" "$cap/probe.log" -b 8M -e 8M -n 5 -w 1
   say "probe (NCCL_DEBUG=INFO, the plugin loaded?): $(grep -icE 'inspector|profiler' "$cap/probe.log") line(s):" \
       "$(grep -iE 'inspector|profiler' "$cap/probe.log" | head -n 3 | cut -c1-200 | tr '\n' ' ')"
-  printf 'round\tmode\tseconds\tavg_busbw_gbs\tbusbw_1GiB_out_of_place_gbs\n' >"$cap/overhead.tsv"
+  printf 'round\tmode\tseconds\tavg_busbw_gbs\tbusbw_1GiB_out_of_place_gbs\ttime_1GiB_out_of_place_us\talgbw_1GiB_out_of_place_gbs\n' \
+    >"$cap/overhead.tsv"
   modes=(off json prom)
   for ((r = 1; r <= rounds; r++)); do
     for ((k = 0; k < 3; k++)); do
@@ -120,8 +121,9 @@ if [[ $stages == *" overhead "* ]]; then
       allreduce "$mode" "$work/dumps-$mode-$r" "$cap/allreduce-$mode-$r.log" "${args[@]}"
       rc=$?
       avg=$(awk '/Avg bus bandwidth/{print $NF}' "$cap/allreduce-$mode-$r.log")
-      big=$(awk '$1 == 1073741824 {print $8}' "$cap/allreduce-$mode-$r.log" | head -n 1)
-      printf '%d\t%s\t%d\t%s\t%s\n' "$r" "$mode" "$((SECONDS - started))" "${avg:-rc=$rc}" "${big:-}" >>"$cap/overhead.tsv"
+      read -r big us alg < <(awk '$1 == 1073741824 {print $8, $6, $7; exit}' "$cap/allreduce-$mode-$r.log")
+      printf '%d\t%s\t%d\t%s\t%s\t%s\t%s\n' "$r" "$mode" "$((SECONDS - started))" "${avg:-rc=$rc}" "${big:-}" "${us:-}" \
+        "${alg:-}" >>"$cap/overhead.tsv"
     done
   done
   cp -r "$work/dumps-json-1" "$cap/nccl-tests-json-dumps"
@@ -129,20 +131,23 @@ if [[ $stages == *" overhead "* ]]; then
   python3 - "$cap/overhead.tsv" <<'PY' | tee -a "$cap/summary.txt"
 import statistics, sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])][1:]
+# One rank has no bus bandwidth (nccl-tests' factor 2(n-1)/n is 0): there the 1 GiB time and algbw are compared.
 by = {}
-for r, mode, seconds, avg, big in rows:
+for r, mode, seconds, avg, big, us, alg in rows:
     try:
-        value = (float(avg), float(big) if big else None)
+        value = (float(avg), float(us), float(alg))
     except ValueError:
         print("round %s %s failed: %s" % (r, mode, avg))
         continue
     by.setdefault(mode, []).append(value)
-base = statistics.median(a for a, b in by.get("off", [])) if by.get("off") else None
-for mode, values in sorted(by.items()):
-    med = statistics.median(a for a, b in values)
-    print("overhead %s: median avg busbw %.2f GB/s over %d runs (min %.2f, max %.2f)%s" % (
-        mode, med, len(values), min(a for a, b in values), max(a for a, b in values),
-        "; %+.2f %% against off" % (100 * (med - base) / base) if base and mode != "off" else ""))
+names = ("avg busbw GB/s", "1 GiB out-of-place time us", "1 GiB out-of-place algbw GB/s")
+for column, name in enumerate(names):
+    base = statistics.median(v[column] for v in by["off"]) if by.get("off") else None
+    for mode, values in sorted(by.items()):
+        med = statistics.median(v[column] for v in values)
+        print("overhead %s, %s: median %.2f over %d runs (min %.2f, max %.2f)%s" % (
+            mode, name, med, len(values), min(v[column] for v in values), max(v[column] for v in values),
+            "; %+.2f %% against off" % (100 * (med - base) / base) if base and mode != "off" else ""))
 PY
 fi
 
