@@ -131,6 +131,17 @@ not_run:
   type: dict
   sample: {link_health: "no NVIDIA HCA (an mlx4_ or mlx5_ RDMA device) on this node: no link was read"}
   version_added: 0.9.0
+domain:
+  description:
+    - This node's place in its NVLink rack, read from the same C(nvidia-smi -q -x) the checks read (not run again) -
+      C(cluster_uuid) and C(clique) (its NVLink domain; null when the GPUs name none, all-zero or CliqueId 0),
+      C(chassis_serial), C(slot) and C(tray) (Platform Info) - as the health monitor's report carries it to the
+      remediation decider, which drains a rack's nodes together. Null on a node whose GPUs name neither a domain nor
+      a chassis (an HGX board, a PCIe card) or where nvidia-smi could not be read.
+  returned: always
+  type: dict
+  sample: {cluster_uuid: 00000001-0000-0000-0000-000000000001, clique: 2, chassis_serial: "1820000000001", slot: 14, tray: 4}
+  version_added: 0.9.0
 observed:
   description:
     - What was read - gpu_count, rdma_devices, xid_events, port counters, kernel_log_source, and dcgm (status, level,

@@ -4,7 +4,8 @@
 # PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What the topology modules share: TopologyError, the one error they raise (it names the value),
 short() for a value quoted in a message, and Slurm's names: what topology.conf can hold (check_slurm_name)
-and a switch's own name made into one (sanitize_name).
+and a switch's own name made into one (sanitize_name); and a node's place in its NVLink rack as a node's report to the
+decider carries it (report_domain: the node side computes it, fleet/protocol checks it).
 
 Pure functions, standard library only, Python 3.8."""
 
@@ -61,3 +62,20 @@ def sanitize_name(text, limit=MAX_SWITCH_NAME):
         return None
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:limit].strip("-.")
     return name or None
+
+
+# What a node's report to the decider holds as ``domain`` (fleet/protocol.py, version 2): the node's NVLink domain and
+# its place in the rack, as nvidia-smi -q prints them (topology/nvlink.node_domain; report_domain maps its keys).
+DOMAIN_KEYS = ("cluster_uuid", "clique", "chassis_serial", "slot", "tray")
+
+
+def report_domain(place):
+    """topology/nvlink.node_domain's result -> the report's ``domain`` {cluster_uuid, clique, chassis_serial, slot,
+    tray}, or None when it names neither a domain nor a chassis (an HGX board, a PCIe card: no rack to tell)."""
+    if not isinstance(place, dict):
+        return None
+    domain = {"cluster_uuid": place.get("cluster_uuid"), "clique": place.get("clique_id"),
+              "chassis_serial": place.get("chassis_serial"), "slot": place.get("slot_number"), "tray": place.get("tray_index")}
+    if not domain["chassis_serial"] and not domain["cluster_uuid"]:
+        return None
+    return domain

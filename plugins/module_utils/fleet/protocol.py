@@ -25,12 +25,14 @@ import re
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import SEVERITIES
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.messages import SOURCE
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import topology_names
 
 VERSION = 2
 VERSIONS = (1, 2)
-# What a report's ``domain`` holds (version 2): the node's NVLink domain and its place in the rack, as nvidia-smi -q
-# prints them (topology/nvlink.node_domain; report_domain maps its keys).
-DOMAIN_KEYS = ("cluster_uuid", "clique", "chassis_serial", "slot", "tray")
+# What a report's ``domain`` holds (version 2) and report_domain, which makes it from topology/nvlink.node_domain's
+# result, are common/topology_names' (the node side makes it, below this module); named here for the callers.
+DOMAIN_KEYS = topology_names.DOMAIN_KEYS
+report_domain = topology_names.report_domain
 _SERIAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _CLUSTER_UUID = re.compile(r"^[0-9a-fA-F-]{1,64}$")
 USER_AGENT = SOURCE   # the health monitor, as its messages name it
@@ -63,18 +65,6 @@ def report_body(node, result, source, nonce):
         report["domain"] = result["domain"]
     return json.dumps({"version": VERSION if report.get("domain") else 1, "report": report, "nonce": nonce},
                       sort_keys=True).encode("utf-8")
-
-
-def report_domain(place):
-    """topology/nvlink.node_domain's result -> the report's ``domain`` {cluster_uuid, clique, chassis_serial, slot,
-    tray}, or None when it names neither a domain nor a chassis (an HGX board, a PCIe card: no rack to tell)."""
-    if not isinstance(place, dict):
-        return None
-    domain = {"cluster_uuid": place.get("cluster_uuid"), "clique": place.get("clique_id"),
-              "chassis_serial": place.get("chassis_serial"), "slot": place.get("slot_number"), "tray": place.get("tray_index")}
-    if not domain["chassis_serial"] and not domain["cluster_uuid"]:
-        return None
-    return domain
 
 
 def report_headers(secret, body):

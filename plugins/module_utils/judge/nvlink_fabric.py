@@ -81,7 +81,9 @@ def _where(gpu):
     return "GPU %s%s" % (gpu.get("index"), " (%s)" % gpu["bus_id"] if gpu.get("bus_id") else "")
 
 
-def _in_domain(gpu):
+def in_domain(gpu):
+    """A GPU record of parse_nvidia_smi_fabric names a multi-node domain: a ClusterUUID not all zeros and a CliqueId
+    other than 0 (whatever its registration says: a stuck tray may still print them)."""
     uuid = (gpu.get("cluster_uuid") or "").lower()
     return bool(_UUID_RE.match(uuid)) and uuid != _ZERO_UUID and gpu.get("clique_id") not in (None, "0")
 
@@ -132,10 +134,10 @@ def _health(gpu):
 def _cliques(registered, wanted):
     groups = {}
     for gpu in registered:
-        key = "%s/%s" % (gpu["cluster_uuid"].lower(), gpu["clique_id"]) if _in_domain(gpu) else "no domain"
+        key = "%s/%s" % (gpu["cluster_uuid"].lower(), gpu["clique_id"]) if in_domain(gpu) else "no domain"
         groups.setdefault(key, []).append(gpu["index"])
-    in_domain = [key for key in groups if key != "no domain"]
-    if len(in_domain) > 1 or (in_domain and "no domain" in groups and not wanted):
+    domains = [key for key in groups if key != "no domain"]
+    if len(domains) > 1 or (domains and "no domain" in groups and not wanted):
         return [finding("nvlink_fabric_clique", "critical", "GPU " + ", ".join(str(g["index"]) for g in registered),
                         "the node's GPUs are in different NVLink cliques: %s" % ", ".join(
                             "%s (GPU %s)" % (key, ", ".join(str(i) for i in groups[key])) for key in sorted(groups)),
@@ -145,7 +147,7 @@ def _cliques(registered, wanted):
 
 def _domain_gap(gpu):
     """Why a registered GPU is in no domain: 'ClusterUUID all zeros and CliqueId 0', or None when it is in one."""
-    if _in_domain(gpu):
+    if in_domain(gpu):
         return None
     uuid = (gpu.get("cluster_uuid") or "").lower()
     parts = ["ClusterUUID all zeros" if uuid in ("", _ZERO_UUID) else

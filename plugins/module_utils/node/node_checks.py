@@ -20,9 +20,11 @@ import os
 import time
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health
-from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, nic_firmware, sysfs
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, dcgmi, files, imex, nic_firmware, sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as registry, link_health as link_check
-from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import gpu, nvidia_smi_fabric
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import topology_names
+from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import nvlink
 # finding stays importable from here: node-side code takes the one shape of a finding with this module.
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding  # noqa: F401 pylint: disable=unused-import
 
@@ -104,6 +106,14 @@ class Node(object):
         parsed, not_run, dummy = dcgmi.diagnose(self.which(name), args, timeout, name, run=self.runner.run)
         return parsed, not_run
 
+    def imex_ctl(self):
+        """The nvidia-imex-ctl to run (imex_ctl_path, else the one on PATH), or None when there is none."""
+        return imex.find_ctl(self.which, self.opts["imex_ctl_path"])
+
+    def read_imex(self, ctl):
+        """(parse_nvidia_imex_ctl's result of `nvidia-imex-ctl -N -j`, None) or (None, why it could not be read)."""
+        return imex.read_ctl(self.run, ctl)
+
     def firmware_cards(self):
         return nic_firmware.devices_from_sysfs(self.rdma_devices())
 
@@ -136,11 +146,34 @@ class Node(object):
         if not result.ok:
             return dict(unread, problem=("failed", result.describe()))
         try:
-            root = gpu.nvidia_smi_root(result.stdout)  # parsed once, read three times
+            root = gpu.nvidia_smi_root(result.stdout)  # parsed once, read four times (fabric() below)
+            self._shared["smi_root"] = root
             return {"count": gpu.attached_gpu_count(root), "memory": gpu.parse_gpu_memory_health(root),
                     "clocks": gpu.parse_clock_events(root), "problem": None}
         except ValueError as exc:
             return dict(unread, problem=("failed", "nvidia-smi -q -x printed no usable XML: %s" % exc))
+
+    def fabric(self):
+        """The NVLink fabric of the same `nvidia-smi -q -x` reading (gpus(): nvidia-smi is not run again):
+        {parsed: parse_nvidia_smi_fabric's result or None, problem: why it could not be read, or None}."""
+        return self._once("fabric", self._read_fabric)
+
+    def _read_fabric(self):
+        problem = self.gpus()["problem"]
+        if problem:
+            return {"parsed": None, "problem": problem[1]}
+        try:
+            return {"parsed": nvidia_smi_fabric.parse_nvidia_smi_fabric(self._shared["smi_root"]), "problem": None}
+        except ValueError as exc:   # TopologyError: no <gpu> element
+            return {"parsed": None, "problem": str(exc)}
+
+    def domain(self):
+        """This node's place in its NVLink rack as its report to the decider carries it (common/topology_names'
+        report_domain of topology/nvlink.node_domain), from the fabric read already; None when the GPUs name no domain
+        and no chassis (an HGX board, a PCIe card), or when nvidia-smi was not read."""
+        if "gpus" not in self._shared or not self.fabric()["parsed"]:
+            return None
+        return topology_names.report_domain(nvlink.node_domain(self.fabric()["parsed"]))
 
     def kernel_log(self):
         """(text, source, None) of the kernel log since boot, or (None, why none of the readers answered, whether
@@ -167,7 +200,10 @@ class Node(object):
 
 def check_node(given, runner=None, host=None, previous_counters=None, sleep=time.sleep, history=None, dcgm_level=None):
     """Every check of the registry on this node -> {findings (worst first), counts, healthy, complete, unreadable,
-    not_run, observed}.
+    not_run, observed, domain}.
+
+    ``domain`` is the node's place in its NVLink rack (Node.domain: from the `nvidia-smi -q -x` the checks read, not
+    run again), which the health monitor's report and node_health's result carry to the decider; None without one.
 
     ``runner`` defaults to a ``commands.Runner`` with the options' ``command_timeout``.
     ``previous_counters`` (a port counter reading saved by an earlier run, with its ``at`` time)
@@ -199,4 +235,5 @@ def check_node(given, runner=None, host=None, previous_counters=None, sleep=time
     found = health.sort_findings(found)
     counts = count_findings(found)
     return {"findings": found, "counts": counts, "healthy": counts["critical"] == 0 and counts["warning"] == 0,
-            "complete": not unreadable, "unreadable": unreadable, "not_run": not_run, "observed": observed}
+            "complete": not unreadable, "unreadable": unreadable, "not_run": not_run, "observed": observed,
+            "domain": node.domain()}

@@ -151,6 +151,17 @@ def _fabric_problem(fabric, record):
     return None
 
 
+def _gpus_of_text(text):
+    """nvidia-smi -q text or -q -x XML -> (each GPU's fabric, Health and Platform Info rows, the cleaned text)."""
+    cleaned = _text.clean(text, "nvidia-smi -q output").strip()
+    if cleaned.startswith("<"):
+        try:
+            return _fabric_xml(_gpu.nvidia_smi_root(cleaned)), cleaned
+        except _gpu.GpuParseError as exc:
+            raise TopologyError(str(exc))
+    return _fabric_text(cleaned.splitlines()), cleaned
+
+
 def parse_nvidia_smi_fabric(text):
     """`nvidia-smi -q` (text) or `nvidia-smi -q -x` (XML) -> the node's NVLink domain.
 
@@ -161,17 +172,14 @@ def parse_nvidia_smi_fabric(text):
     without a fabric. A GPU counts when State is Completed,
     Status is Success and the cluster UUID is not all zeros (HGX H100/H200 report Completed/Success with
     a zero UUID: their NVLink ends at the node, so they have no multi-node domain). The node's domain is
-    its GPUs' one (cluster UUID, clique ID); GPUs that disagree give none, with the reason."""
+    its GPUs' one (cluster UUID, clique ID); GPUs that disagree give none, with the reason. ``text`` may also be
+    parse/gpu.nvidia_smi_root's element, so a caller that parsed `-q -x` once (node_checks) does not parse it again."""
     if isinstance(text, dict) and "stdout" in text:
         text = text["stdout"]
-    cleaned = _text.clean(text, "nvidia-smi -q output").strip()
-    if cleaned.startswith("<"):
-        try:
-            gpus = _fabric_xml(_gpu.nvidia_smi_root(cleaned))
-        except _gpu.GpuParseError as exc:
-            raise TopologyError(str(exc))
+    if getattr(text, "tag", None) == "nvidia_smi_log":   # parse/gpu.nvidia_smi_root's element: XML a caller read once
+        gpus, cleaned = _fabric_xml(text), "<"
     else:
-        gpus = _fabric_text(cleaned.splitlines())
+        gpus, cleaned = _gpus_of_text(text)
     if not gpus:
         raise TopologyError("no GPU in the nvidia-smi -q output (expected 'GPU 00000000:..' blocks or <gpu> elements)%s"
                             % ("" if cleaned else ": empty input"))

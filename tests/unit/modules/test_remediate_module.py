@@ -179,3 +179,36 @@ def test_a_racks_nodes_reported_with_their_domain_drain_as_one_and_are_certified
     assert plan["certify"] == ["n1", "n2", "n3"]
     assert plan["certify_rack"] == {"n1": "1820000000001", "n2": "1820000000001", "n3": "1820000000001"}
     assert plan["certify_checks"] == "dcgm level 2"
+
+
+def test_the_rack_comes_from_each_nodes_own_node_health_on_the_real_gb200_xml(slurm, monkeypatch):
+    """Issue 55, the node side: the domain is not handed to the decider - each node's node_health reads it from the
+    real GB200 `nvidia-smi -q -x` (k8s-test-infra, chassis 1820000000001) its stand-in nvidia-smi replays, with the
+    fabric's Health Summary Unhealthy (as dra-driver#626 prints it) on one GPU; three such trays are one rack drain."""
+    from ansible_collections.gpufabric.rdma.plugins.modules import node_health
+    tmp_path, nodes, settings = slurm
+    settings = dict(settings, rack={"min_nodes": 2, "window": 120})
+    fixtures = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+    with open(os.path.join(fixtures, "nvidia_smi_fabric", "qx_gb200x4_k8stestinfra.xml")) as handle:
+        xml = handle.read().replace("<summary>Healthy</summary>", "<summary>Unhealthy</summary>", 1)
+    for name in ("sys", "proc"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "proc" / "modules").write_text("")
+    (tmp_path / "kern.log").write_text("")
+    reports = {}
+    for tray, node in enumerate(("n1", "n2", "n3")):
+        capture = tmp_path / ("capture-" + node)
+        capture.mkdir()
+        (capture / "q.xml").write_text(xml.replace("<tray_index>4</tray_index>", "<tray_index>%d</tray_index>" % tray))
+        monkeypatch.setenv("NVIDIA_SMI_CAPTURE", str(capture))
+        result = run_module(node_health, {
+            "node_name": node, "nvidia_smi_path": os.path.join(fixtures, "..", "..", "lab", "nvidia-smi-standin", "nvidia-smi"),
+            "sysfs_root": str(tmp_path / "sys"), "procfs_root": str(tmp_path / "proc"), "kernel_log": str(tmp_path / "kern.log"),
+            "checks": {"imex_expected": False}})
+        assert result["domain"]["chassis_serial"] == "1820000000001" and result["domain"]["tray"] == tray, result
+        assert "nvlink_fabric_health" in [f["check"] for f in result["findings"]]
+        reports[node] = result
+    decided = run_module(remediate, _args(tmp_path, settings, reports))
+    assert [(d["node"], d["action"], d["rack"]) for d in decided["decisions"]] == [
+        (n, "drain", "1820000000001") for n in ("n1", "n2", "n3")], decided
+    assert sorted(n for n, node in json.loads(nodes.read_text()).items() if "DRAIN" in node["state"]) == ["n1", "n2", "n3"]

@@ -26,7 +26,9 @@ PLANNER = {"fleet/remediation", "fleet/remediation_counts", "fleet/remediation_t
 
 
 @pytest.mark.parametrize("program, must, never", [
-    (MONITOR, {"fleet/monitor", "fleet/protocol", "node/node_checks", "fleet/delivery"}, PLANNER),
+    (MONITOR, {"fleet/monitor", "fleet/protocol", "node/node_checks", "fleet/delivery", "topology/nvlink",
+               "parse/nvidia_smi_fabric", "judge/nvlink_fabric", "judge/imex", "parse/nvidia_imex", "node/imex",
+               "common/topology_names"}, PLANNER),
     (DECIDER, {"fleet/decider", "fleet/remediation", "fleet/remediation_counts", "fleet/remediation_triage",
                "fleet/remediation_drains", "fleet/remediation_resumes", "fleet/remediation_racks", "fleet/racks",
                "fleet/protocol", "fleet/slurm_nodes"}, NODE_CHECKS),
