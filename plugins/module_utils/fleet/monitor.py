@@ -27,6 +27,7 @@ __metaclass__ = type
 import copy
 import hashlib
 
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import imex_domain
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import text
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as node_checks_registry
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, outbox, protocol, settings
@@ -149,7 +150,7 @@ def check_config(config):
     merged = {"cluster": "gpufabric", "host": None, "checks": {}, "webhooks": [], "quiet_period": 21600,
               "min_severity": "warning", "send_recovery": True, "timeout": 10, "deliver_deadline": 60,
               "state_dir": "/var/lib/gpufabric-health-monitor", "decider": None, "textfile_dir": None, "interval": None,
-              "epilog_dcgm_level": 2}
+              "epilog_dcgm_level": 2, "imex": None}
     unknown = sorted(set(config) - set(merged))
     if unknown:
         hint = {"state_file": " (state_file is now state_dir: a directory the role creates and owns)",
@@ -173,6 +174,11 @@ def check_config(config):
     if merged["epilog_dcgm_level"] not in (1, 2):
         raise ConfigError("epilog_dcgm_level must be 1 or 2 (the DCGM level the Slurm epilog runs between jobs), got %r"
                           % (merged["epilog_dcgm_level"],))
+    if merged["imex"] is not None:   # the Slurm IMEX prolog's settings (plan/imex_domain.DEFAULTS)
+        try:
+            merged["imex"] = imex_domain.check_settings(merged["imex"])
+        except imex_domain.ImexPrologError as exc:
+            raise ConfigError(str(exc))
     if merged["decider"] is not None:
         decider = merged["decider"]
         if not isinstance(decider, dict) or sorted(set(decider) - set(DECIDER_CLIENT_DEFAULTS)):

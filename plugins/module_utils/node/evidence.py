@@ -9,6 +9,8 @@ tar.gz of what a person (or NVIDIA support) asks for first.
 - ``kernel-log.txt``: the last 512 KiB of the kernel log the checks read (else ``journalctl -k``, else ``dmesg``);
 - ``nvidia-smi-q.txt``: ``nvidia-smi -q``;
 - ``rdma-ports.json``: every RDMA port's state, physical state, rate and counters (sysfs);
+- ``nvidia-imex-ctl-N.json``: ``nvidia-imex-ctl -N -j`` (the IMEX domain's nodes and connectivity matrix), where a
+  finding is IMEX's;
 - ``dcgm.json``: the last DCGM result the node's check saw (its level, status, failing GPUs in DCGM's words);
 - ``monitor-state.json``: the health monitor's own record (its last run, open events, counter history);
 - ``nvidia-bug-report.log.gz``: ``nvidia-bug-report.sh --safe-mode``, given what is left of the time budget;
@@ -155,6 +157,9 @@ def collect(checks, findings, runner, budget=DEFAULT_BUDGET, max_bytes=DEFAULT_M
     smi = checks.get("nvidia_smi_path") or runner.which("nvidia-smi")
     bundle.command("nvidia-smi-q.txt", runner, [smi, "-q"], 20)
     bundle.add("rdma-ports.json", json.dumps(_ports(checks.get("sysfs_root")), indent=1, sort_keys=True).encode("utf-8"))
+    if any(str(f.get("check", "")).startswith("imex") for f in findings or ()):   # the IMEX domain's matrix
+        bundle.command("nvidia-imex-ctl-N.json", runner,
+                       [checks.get("imex_ctl_path") or runner.which("nvidia-imex-ctl"), "-N", "-j"], 20)
     if dcgm:
         bundle.add("dcgm.json", json.dumps(dcgm, indent=1, sort_keys=True).encode("utf-8"))
     else:

@@ -4,7 +4,8 @@
 """gpufabric-health-monitor: the program the health_monitor role installs on each node; a systemd
 timer runs it.
 
-    python3 monitor.py --config /etc/gpufabric/health-monitor.json [--healthcheck | --gate | --epilog]
+    python3 monitor.py --config /etc/gpufabric/health-monitor.json [--healthcheck | --gate | --epilog | --imex-prolog |
+                                                                    --imex-epilog]
 
 Each run checks the node (node_checks.check_node, the checks of the node_health module), reports the
 findings to the cluster's one remediation decider when one is configured (the decider alone drains
@@ -17,7 +18,10 @@ from the collection's module_utils, copied beside it.
 limits), queue the messages for the timer, exit 0. --gate is Slurm's Prolog: exit 1 (refuse the job)
 only when the decider has this node out of service. --epilog is Slurm's Epilog: the healthcheck's run plus DCGM's
 level epilog_dcgm_level (2: PCIe and GPU memory, about two minutes) between jobs, reported as such; exit 0 (a failing
-epilog would make slurmd drain the node itself: only the decider drains).
+epilog would make slurmd drain the node itself: only the decider drains). --imex-prolog and --imex-epilog (with
+``imex`` settings) give a job its IMEX domain: the job's nodes into nodes_config.cfg, nvidia-imex restarted and waited
+for; exit 1 (Slurm fails the job's prolog) when the domain is not UP, after telling the decider; the epilog stops the
+daemon and takes back the file the prolog wrote, exit 0.
 Exit status: 0 when every message arrived, 1 when one did not or the state could not be saved, 2 on a
 bad configuration. A state that cannot be saved (a full disk) is never silence: the decider is still told, each
 webhook gets one alert an hour that says so (the hour kept in /run), and gpufabric_health_state_writable is 0.
@@ -34,7 +38,10 @@ import time
 # The role puts module_utils under <this directory>/ansible_collections/gpufabric/rdma/plugins/module_utils.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, evidence, node_checks, statefile, webhook  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, evidence, imex, node_checks, statefile, webhook  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.slurm_jobs import expand_hostlist  # noqa: E402
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import imex_domain  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.evidence import EVIDENCE_PATH  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, delivery, messages, monitor, outbox, protocol  # noqa: E402
@@ -267,14 +274,59 @@ def gate(config, runner=None, log=_complain, clock=time.time):
     return 0
 
 
-USAGE = "usage: gpufabric-health-monitor --config FILE [--healthcheck | --gate | --epilog]"
+def _imex_runner(config):
+    return commands.Runner(node_checks.options(config["checks"])["command_timeout"])
+
+
+def imex_prolog(config, runner=None, log=_complain, clock=time.time, env=None, **hooks):
+    """Slurm's IMEX prolog (plan/imex_domain, node/imex): the job's nodes into nodes_config.cfg, the daemon restarted,
+    waited for (bounded) and the channel device looked for. 0 when the domain is ready; else 1 - Slurm fails the
+    job's prolog - after telling the decider, with the connectivity matrix (the decider alone drains). ``hooks``:
+    node/imex.prolog's resolve, sleep and exists (tests)."""
+    env = os.environ if env is None else env
+    settings, job, host = config["imex"], env.get("SLURM_JOB_ID", ""), node_name(config)
+    runner = runner or _imex_runner(config)
+    try:
+        nodes = expand_hostlist(env.get("SLURM_JOB_NODELIST") or "")
+        done = imex.prolog(settings, job, nodes, runner, clock=clock, **hooks)
+    except (ValueError, statefile.StateError, OSError) as exc:   # ImexPrologError, SlurmParseError: they name the value
+        done = {"ok": False, "why": str(exc), "findings": [], "matrix": None}
+    if done["ok"]:
+        log("gpufabric IMEX prolog: job %s: the IMEX domain of %s is UP" % (job, env.get("SLURM_JOB_NODELIST")))
+        return 0
+    why = "IMEX prolog of Slurm job %s: %s%s" % (job, done["why"], "; matrix %s" % done["matrix"] if done["matrix"] else "")
+    log("gpufabric %s" % why)
+    found = [f for f in done["findings"] if f["severity"] != "info"] or [finding(
+        "imex_domain", "critical", host, done["why"], "see slurmd's log and journalctl -u %s on %s" % (settings["service"], host))]
+    # Only IMEX was read: the report is incomplete, so it can drain (by the decider's policy) but never resume a node.
+    result = {"findings": found, "counts": count_findings(found), "complete": False, "unreadable": [why[:1000]],
+              "observed": {}}
+    if config["decider"]:
+        decided, error = report(config, result, "gate", clock)
+        log("gpufabric IMEX prolog: decider: %s" % ((decided.get("text") or decided["decision"].get("why")) if decided else error))
+        if decided and decided["decision"].get("evidence_request"):
+            send_evidence(config, decided["decision"]["evidence_request"], result, runner, log, clock)
+    return 1
+
+
+def imex_epilog(config, runner=None, log=_complain):
+    """Slurm's IMEX epilog: the daemon stopped and the prolog's nodes_config.cfg taken back (the site's own put back);
+    always 0 - a failing epilog would make slurmd drain the node, and only the decider drains."""
+    for line in imex.epilog(config["imex"], runner or _imex_runner(config)):
+        log("gpufabric IMEX epilog: %s" % line)
+    return 0
+
+
+USAGE = "usage: gpufabric-health-monitor --config FILE [--healthcheck | --gate | --epilog | --imex-prolog | --imex-epilog]"
 
 
 def main(argv=None):
-    """gpufabric-health-monitor --config FILE [--healthcheck | --gate | --epilog]; see the module docstring."""
+    """gpufabric-health-monitor --config FILE [--healthcheck | --gate | --epilog | --imex-prolog | --imex-epilog]; see the
+    module docstring."""
     argv = sys.argv[1:] if argv is None else argv
     mode = argv[2] if len(argv) == 3 else None
-    if len(argv) not in (2, 3) or argv[0] != "--config" or mode not in (None, "--healthcheck", "--gate", "--epilog"):
+    if len(argv) not in (2, 3) or argv[0] != "--config" or mode not in (None, "--healthcheck", "--gate", "--epilog",
+                                                                            "--imex-prolog", "--imex-epilog"):
         _complain(USAGE)
         return 2
     try:
@@ -286,9 +338,16 @@ def main(argv=None):
     except ValueError as exc:  # ConfigError and JSON errors; neither quotes a URL or a secret
         _complain("configuration %s: %s" % (argv[1], exc))
         return 2
+    if mode in ("--imex-prolog", "--imex-epilog") and not config["imex"]:
+        _complain("configuration %s: no imex settings: the IMEX prolog and epilog are off" % argv[1])
+        return 2
     try:
         if mode == "--gate":
             return gate(config)
+        if mode == "--imex-prolog":
+            return imex_prolog(config)
+        if mode == "--imex-epilog":
+            return imex_epilog(config)
         failed = run_once(config, mode={"--healthcheck": "healthcheck", "--epilog": "epilog"}.get(mode, "timer"))
         return 0 if mode in ("--healthcheck", "--epilog") else (1 if failed else 0)
     except node_checks.CheckOptionError as exc:
