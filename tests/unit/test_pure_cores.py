@@ -19,8 +19,8 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
 HOST = {"node/applied", "node/commands", "node/dcgmi", "node/evidence", "node/nic_firmware",
-        "node/files", "node/nccl_inspector", "node/nccl_ras", "node/sysfs", "node/node_checks", "node/netdev_host", "node/webhook", "node/statefile", "node/imex",
-        "fleet/delivery", "fleet/decider", "fleet/service"}
+        "node/files", "node/nccl_inspector", "node/nccl_ras", "node/sysfs", "node/node_checks", "node/netdev_host", "node/webhook", "node/statefile",
+        "node/imex", "fleet/delivery", "fleet/decider", "fleet/service"}
 FORBIDDEN = {"os", "subprocess", "socket", "time", "tempfile", "glob", "shutil", "select", "signal", "pwd",
              "urllib.request", "urllib2", "http", "http.client", "requests", "random", "multiprocessing", "threading"}
 # Names as paths under module_utils without .py: "text", "fleet/decider".

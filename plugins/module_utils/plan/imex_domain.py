@@ -17,6 +17,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.text import one_line
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import imex
+from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_imex import CELLS
 
 # The first line of every nodes_config.cfg the prolog writes: the epilog restores or removes only such a file.
 MARKER = "# gpufabric IMEX prolog"
@@ -95,9 +96,7 @@ def ours(text):
 
 def matrix(parsed):
     """The connectivity matrix in one line, for the log and the report: '#0 10.0.0.1 READY: C C | #1 ...'."""
-    cells = dict((status, cell) for cell, status in (("C", "CONNECTED"), ("I", "INVALID"), ("N", "NEVER_CONNECTED"),
-                                                      ("R", "RECOVERING"), ("D", "DISCONNECTED"), ("A", "AUTHENTICATING"),
-                                                      ("!V!", "VERSION_MISMATCH"), ("!M!", "NODE_MAP_MISMATCH")))
+    cells = dict((status, cell) for cell, status in CELLS.items())   # the text's cells, as nvidia-imex-ctl -N prints them
     rows = ["#%s %s %s: %s" % (node["index"], node.get("address"), node.get("status"),
                                " ".join(cells.get(c.get("status"), "?") for c in node.get("connections") or ()))
             for node in parsed.get("nodes") or ()]

@@ -41,7 +41,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, evidence, imex, node_checks, statefile, webhook  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.findings import counts as count_findings, finding  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.slurm_jobs import expand_hostlist  # noqa: E402
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import imex_domain  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.evidence import EVIDENCE_PATH  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics  # noqa: E402
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import chat, delivery, messages, monitor, outbox, protocol  # noqa: E402
@@ -325,8 +324,8 @@ def main(argv=None):
     module docstring."""
     argv = sys.argv[1:] if argv is None else argv
     mode = argv[2] if len(argv) == 3 else None
-    if len(argv) not in (2, 3) or argv[0] != "--config" or mode not in (None, "--healthcheck", "--gate", "--epilog",
-                                                                            "--imex-prolog", "--imex-epilog"):
+    modes = (None, "--healthcheck", "--gate", "--epilog", "--imex-prolog", "--imex-epilog")
+    if len(argv) not in (2, 3) or argv[0] != "--config" or mode not in modes:
         _complain(USAGE)
         return 2
     try:

@@ -167,8 +167,9 @@ def test_a_missing_channel_device_or_a_bad_node_fails_the_prolog_naming_it(world
     (tmp_path / "channel0").unlink()
     rc, lines, dummy2 = _prolog(config, runner)
     assert rc == 1 and "channel0 does not exist" in lines[0]
-    rc, lines, dummy2 = _prolog(config, runner, nodelist="gb[1-2],nosuch.invalid",
-                                resolve=lambda name: (_ for _ in ()).throw(OSError("Name or service not known")))
+    def unknown(name):
+        raise OSError("Name or service not known")
+    rc, lines, dummy2 = _prolog(config, runner, nodelist="gb[1-2],nosuch.invalid", resolve=unknown)
     assert rc == 1 and "node nosuch.invalid of the job has no IMEX address" in lines[0]
     rc, lines, dummy2 = _prolog(config, runner, resolve=lambda name: "10.0.0.1\n10.0.0.2", nodelist="gb1,x")
     assert rc == 1 and "must be an IP address or a host name" in lines[0]
