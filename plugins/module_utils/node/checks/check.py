@@ -90,6 +90,14 @@ class Check(object):
         return self._asked(node) if self._asked else True
 
 
+def on_host(host, found):
+    """The findings of a judge whose targets name a part of the node (GPU 0, an IMEX peer), each target prefixed with
+    the node's name, as the report names them."""
+    for item in found:
+        item["target"] = "%s/%s" % (host, item["target"])
+    return found
+
+
 # --- the rules an option's value follows ----------------------------------------------------------------------------
 
 def whole(name, value):

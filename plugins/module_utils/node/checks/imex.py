@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import imex, nvlink_fabric
-from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks.check import Check, Option
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks.check import Check, Option, on_host
 
 SOURCE = "nvidia-imex-ctl -N -j"
 MISSING = ("nvidia-imex-ctl is not installed (or imex_ctl_path is not there), yet this node is in a multi-node NVLink "
@@ -39,10 +39,8 @@ def read(node):
 def judge(node, readings):
     if readings["parsed"] is None:
         return []
-    found = imex.imex_findings(readings["parsed"], True)    # every node this daemon's configuration lists
-    for item in found:
-        item["target"] = "%s/%s" % (node.host, item["target"])
-    return found
+    # every node this daemon's configuration lists
+    return on_host(node.host, imex.imex_findings(readings["parsed"], True))
 
 
 CHECK = Check(

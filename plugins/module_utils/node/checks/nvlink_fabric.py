@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nvlink_fabric
-from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks.check import Check, Option, whole
+from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks.check import Check, Option, on_host, whole
 
 
 def expected(size):
@@ -26,10 +26,7 @@ def read(node):
 def judge(node, readings):
     if not readings["fabric"]:
         return []
-    found = nvlink_fabric.nvlink_fabric_findings(readings["fabric"], expected(node.opts["nvlink_domain_size"]))
-    for item in found:
-        item["target"] = "%s/%s" % (node.host, item["target"])
-    return found
+    return on_host(node.host, nvlink_fabric.nvlink_fabric_findings(readings["fabric"], expected(node.opts["nvlink_domain_size"])))
 
 
 CHECK = Check(
