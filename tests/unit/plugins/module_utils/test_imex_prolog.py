@@ -167,6 +167,7 @@ def test_a_missing_channel_device_or_a_bad_node_fails_the_prolog_naming_it(world
     (tmp_path / "channel0").unlink()
     rc, lines, dummy2 = _prolog(config, runner)
     assert rc == 1 and "channel0 does not exist" in lines[0]
+
     def unknown(name):
         raise OSError("Name or service not known")
     rc, lines, dummy2 = _prolog(config, runner, nodelist="gb[1-2],nosuch.invalid", resolve=unknown)
