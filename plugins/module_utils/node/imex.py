@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """IMEX on this node: `nvidia-imex-ctl -N -j` run and read (the imex health check and the Slurm IMEX prolog), and the
 prolog's and epilog's work - nodes_config.cfg written from the job's nodes (the site's own file kept aside and put
 back), the daemon restarted and waited for, the channel device looked for. Every command runs under a

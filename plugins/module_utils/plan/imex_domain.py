@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """A job's IMEX domain, as the health monitor's Slurm IMEX prolog makes it: its settings checked, the job's nodes'
 addresses checked and written one per line into nodes_config.cfg (our file marked as ours, so the epilog takes back
 only what the prolog wrote), and the daemon's answer judged while the prolog waits - every node of the job READY and

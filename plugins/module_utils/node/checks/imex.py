@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """imex: the IMEX domain as this node's daemon sees it (`nvidia-imex-ctl -N -j`, within command_timeout, killed with
 its children), judged only where a domain is expected: imex_expected says so, or - unset - a GPU of this node names a
 multi-node NVLink domain (a ClusterUUID not all zeros, a CliqueId other than 0). A single-node HGX board or a tray

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """nvlink_fabric: each GPU's NVLink fabric - its registration, its domain (ClusterUUID, CliqueId), its GPUs in one
 clique, its Health rows - judged from the `nvidia-smi -q -x` nvidia_smi read (node.fabric(): not run again). A GPU
 whose fabric is N/A gives nothing; a domain is expected where nvlink_domain_size says so, else where a GPU names its
