@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s, k8s_dra
+from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s, k8s_compute_domain, k8s_dra
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils.filter_guard import Mapping, expect, filters, plain
 
 
@@ -22,7 +22,7 @@ def rdma_device_plugin_manifests(plugin, options=None):
 
 def rdma_workload_manifest(kind, options=None):
     expect("rdma_workload_manifest", kind, (str,), "the workload kind (acs_deployment, pytorchjob, mpijob, tfjob)")
-    return k8s.workload_manifest(kind, _options("rdma_workload_manifest", options))
+    return k8s_compute_domain.workload_manifest(kind, plain(_options("rdma_workload_manifest", options)))
 
 
 def rdma_node_labels(record, erdma_label=True):
@@ -40,8 +40,14 @@ def rdma_dra_claims(records, options=None):
     return k8s_dra.dra_claims(plain(records), plain(_options("rdma_dra_claims", options)))
 
 
+def rdma_compute_domain(records, options=None):
+    expect("rdma_compute_domain", records, (Mapping,), "the discovery records by node (a mapping)")
+    return k8s_compute_domain.compute_domain(plain(records), plain(_options("rdma_compute_domain", options)))
+
+
 class FilterModule(object):
     def filters(self):
         return filters({"rdma_device_plugin_manifests": rdma_device_plugin_manifests,
                         "rdma_workload_manifest": rdma_workload_manifest, "rdma_node_labels": rdma_node_labels,
-                        "rdma_resource_api": rdma_resource_api, "rdma_dra_claims": rdma_dra_claims})
+                        "rdma_resource_api": rdma_resource_api, "rdma_dra_claims": rdma_dra_claims,
+                        "rdma_compute_domain": rdma_compute_domain})
