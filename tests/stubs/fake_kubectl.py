@@ -4,6 +4,7 @@ in the kubeconfig (tests/lab/kube-api-standin/server.py) as kubectl would send t
 
   kubectl [--kubeconfig FILE] get node NAME -o json | get nodes -o json
   kubectl [--kubeconfig FILE] patch node NAME --type merge|json -p BODY
+  kubectl [--kubeconfig FILE] get --raw PATH | delete --raw PATH | create --raw PATH -f -   (the body on stdin)
 """
 
 import json
@@ -26,6 +27,13 @@ def main(args):
     elif args[:2] == ["patch", "node"] and args[3] == "--type" and args[4] in ("merge", "json") and args[5] == "-p":
         request = Request(server + "/api/v1/nodes/" + args[2], data=args[6].encode(), method="PATCH",
                           headers={"Content-Type": "application/%s-patch+json" % args[4]})
+    elif args[:2] == ["get", "--raw"] and len(args) == 3:
+        request = Request(server + args[2])
+    elif args[:2] == ["delete", "--raw"] and len(args) == 3:
+        request = Request(server + args[2], method="DELETE")
+    elif args[:2] == ["create", "--raw"] and args[3:] == ["-f", "-"]:
+        request = Request(server + args[2], data=sys.stdin.read().encode(), method="POST",
+                          headers={"Content-Type": "application/json"})
     else:
         sys.stderr.write("fake kubectl: %r is not a call it knows\n" % args)
         return 2

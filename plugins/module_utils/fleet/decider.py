@@ -36,7 +36,7 @@ import time
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import commands, statefile
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (
-    certificate, delivery, evidence, k8s_nodes, messages, outbox, remediation, slurm_nodes)
+    certificate, delivery, evidence, k8s_nodes, k8s_taint_client, messages, outbox, remediation, slurm_nodes)
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import metrics as render_metrics
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.ledger import (
     HISTORY_FILE, check_history, check_ledger, confirmed, empty_ledger, held_until, history_of, rebuild, rebuilt_text,
@@ -110,6 +110,9 @@ class Kubernetes(object):
         self.runner = commands.Runner(timeout)
         self.clock = clock
         self.objects = {}
+        # Health as device taints (kubernetes.device_taints): read with the Nodes, carried out before their patch.
+        self.taints = k8s_taint_client.DeviceTaints(settings.get("device_taints"),
+                                                    lambda argv, data: self.runner.run(argv, data=data), self._kubectl)
 
     def _kubectl(self, args):
         argv = [self.settings["kubectl"]]
@@ -120,10 +123,17 @@ class Kubernetes(object):
     def read(self):
         out = _ok(self.runner.run(self._kubectl(["get", "nodes", "-o", "json"])), "kubectl get nodes")
         try:
-            fleet, records, self.objects = k8s_nodes.k8s_fleet(json.loads(out))
+            self.taints.read()
+        except k8s_taint_client.TaintError as exc:  # our rules unread: a node they drained would look in service
+            raise CouldNotAct(str(exc))
+        try:
+            fleet, records, self.objects = k8s_nodes.k8s_fleet(json.loads(out), self.taints.rules)
         except ValueError as exc:  # JSON errors too
             raise CouldNotAct("kubectl get nodes: %s" % str(exc)[:300])
         return fleet, self.clock(), records
+
+    def annotate(self, result):
+        self.taints.annotate(result)
 
     def apply(self, decision, record, now):
         """Read the Node again, check it is as the plan saw it, and patch it only if it did not change
@@ -131,7 +141,7 @@ class Kubernetes(object):
         name = decision["node"]
         out = _ok(self.runner.run(self._kubectl(["get", "node", name, "-o", "json"])), "kubectl get node")
         try:
-            ignored_fleet, ignored_records, objects = k8s_nodes.k8s_fleet([json.loads(out)])
+            ignored_fleet, ignored_records, objects = k8s_nodes.k8s_fleet([json.loads(out)], self.taints.rules)
         except ValueError as exc:
             raise CouldNotAct("kubectl get node %s: %s" % (name, str(exc)[:300]))
         fresh = objects.get(name)
@@ -140,14 +150,16 @@ class Kubernetes(object):
             raise CouldNotAct("%s was cordoned meanwhile (%s): left as it is" % (name, entry.get("reason")))
         if decision["action"] == "resume" and entry.get("reason") != decision["reason"]:
             raise CouldNotAct("%s changed meanwhile (%s): not resumed" % (name, entry.get("reason") or "in service"))
-        patch = k8s_nodes.k8s_json_patch(fresh, decision, record, now)
+        taints = decision.get("device_taints") if self.taints.api else None
+        done = self.taints.carry_out(decision["action"], taints) if taints else []
+        patch = k8s_nodes.k8s_json_patch(fresh, decision, record, now, cordon=not taints)
         version = (fresh.get("metadata") or {}).get("resourceVersion")
         if version is not None:
             patch = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] + [
                 op for op in patch if op.get("path") != "/metadata/resourceVersion"]
         argv = self._kubectl(["patch", "node", name, "--type", "json", "-p", json.dumps(patch, sort_keys=True)])
         _ok(self.runner.run(argv), "kubectl patch")
-        return argv[:-2] + ["-p", "<json patch>"]
+        return done + argv[:-2] + ["-p", "<json patch>"]
 
 
 def scheduler_for(settings, timeout, clock):
@@ -268,6 +280,8 @@ def decide(reports, config, clock, log, act=True, scheduler=None, lock_wait=60, 
             ledger, told = _ledger_to_plan(state, history, records, fleet, now, config, scheduler.kind, log)
             told = lost_box + told
             result = remediation.plan(reports, fleet, ledger, settings, now, decider_name, certificates)
+            if hasattr(scheduler, "annotate"):   # how each decision is carried out (Kubernetes: device taints)
+                scheduler.annotate(result)
             _log_reconciled(result["reconciled"], scheduler.kind, log)
             if not act:
                 out_of_service(result, fleet)

@@ -42,12 +42,14 @@ def k8s_node_ledger(node_obj):
         return None
 
 
-def k8s_fleet(node_list):
+def k8s_fleet(node_list, device_rules=None):
     """A NodeList (kubectl get nodes -o json, or k8s_info's resources) -> (fleet, ledger nodes, objects).
 
-    Every node is in one pool; drained = our taint or our cordon annotation; the reason and its time
-    come from our ledger annotation. An object of another shape raises ValueError (never a traceback).
+    Every node is in one pool; drained = our taint, our cordon annotation or our DeviceTaintRules on its devices
+    (``device_rules``: {node: [rules]}, k8s_device_taints.ours); the reason and its time come from our ledger
+    annotation. An object of another shape raises ValueError (never a traceback).
     """
+    device_rules = device_rules or {}
     items = node_list.get("items") if isinstance(node_list, dict) else node_list
     if not isinstance(items, list):
         raise ValueError("the node list has no items list")
@@ -64,6 +66,8 @@ def k8s_fleet(node_list):
             raise ValueError("node %s has a spec or annotations of another shape" % name)
         record = k8s_node_ledger(item)
         ours = [t for t in _taints(item) if isinstance(t, dict) and t.get("key") == TAINT_KEY]
+        rules = device_rules.get(name) or []
+        ours = ours or [((r.get("spec") or {}).get("taint") or {}) for r in rules[:1]]
         mine = bool(ours) or CORDON_ANNOTATION in _annotations(item)
         last = ((record or {}).get("drains") or [{}])[-1]
         if mine and last.get("reason") and not last.get("shadow"):
@@ -92,13 +96,14 @@ def _pointer(key):
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def k8s_json_patch(node_obj, decision, record, now):
+def k8s_json_patch(node_obj, decision, record, now, cordon=True):
     """The RFC 6902 JSON patch that carries out a decision on a Node (None for none/held).
 
     It touches only what is ours, so a taint or annotation another controller adds meanwhile
     survives: a drain appends our taint (``/spec/taints/-``), a resume removes it by index after a
     ``test`` that it is still ours at that index; a list that does not exist yet is created only
-    under a ``test`` of the node's resourceVersion. The ledger record rides in the same patch.
+    under a ``test`` of the node's resourceVersion. The ledger record rides in the same patch. Without ``cordon`` (a
+    drain carried out as device taints, k8s_device_taints.py) a drain patches the ledger record alone.
     """
     if decision["action"] not in ("drain", "resume"):
         return None
@@ -113,6 +118,8 @@ def k8s_json_patch(node_obj, decision, record, now):
     kept = dict((key, [e for e in (record or {}).get(key) or [] if not e.get("shadow")]) for key in ("drains", "resumes"))
     ledger_value = json.dumps(kept, sort_keys=True, separators=(",", ":"))
     ops.append({"op": "add", "path": "/metadata/annotations/" + _pointer(LEDGER_ANNOTATION), "value": ledger_value})
+    if decision["action"] == "drain" and not cordon:
+        return ops
     if decision["action"] == "drain":
         check = decision["findings"][0].split("|", 1)[0] if decision["findings"] else None
         taint = {"key": TAINT_KEY, "value": taint_value(check), "effect": "NoSchedule"}

@@ -30,6 +30,8 @@ ESCALATED = "ESCALATED"
 TAINT_KEY = "gpufabric.io/unhealthy"
 # Set when gpufabric cordoned the node: recovery uncordons only such a node.
 CORDON_ANNOTATION = "gpufabric.io/cordoned-at"
+# The APIs that serve DeviceTaintRule, newest first (fleet/k8s_device_taints.py: health as device taints).
+DEVICE_TAINT_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1alpha3")
 MAX_REASON = 200
 LIMIT_DEFAULTS = {"max_nodes": 1, "max_percent": 10, "interval": 3600, "max_resumes": 5}
 BREAKER_DEFAULTS = {"max_percent": 50, "window": 300}
@@ -186,7 +188,7 @@ CONFIG_DEFAULTS = {
     "mode": "shadow", "policy": [], "policy_name": None, "rate_limit": {}, "circuit_breaker": {},
     "escalation": {}, "certification": {}, "evidence": {}, "rack": {},
     "slurm": {"enabled": False, "scontrol": "scontrol", "sinfo": "sinfo", "sdiag": "sdiag"},
-    "kubernetes": {"enabled": False, "kubectl": "kubectl", "kubeconfig": None},
+    "kubernetes": {"enabled": False, "kubectl": "kubectl", "kubeconfig": None, "device_taints": None},
 }
 
 
@@ -245,4 +247,8 @@ def check_config(config):
         merged[scheduler] = entry
     if merged["slurm"]["enabled"] and merged["kubernetes"]["enabled"]:
         raise PolicyError("remediation: one decider acts on one scheduler: enable slurm or kubernetes, not both")
+    taints = merged["kubernetes"].get("device_taints")
+    if taints not in (None, "auto") + DEVICE_TAINT_APIS:
+        raise PolicyError("remediation kubernetes device_taints must be auto (read it from the API) or the API that serves "
+                          "DeviceTaintRule (%s), or unset to cordon the node; got %r" % (", ".join(DEVICE_TAINT_APIS), taints))
     return merged

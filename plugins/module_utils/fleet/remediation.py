@@ -230,6 +230,10 @@ def decision_text(scheduler, decision):
             "resume": "resumed" if scheduler == "slurm" else "uncordoned and untainted"}.get(decision["action"])
     if verb is None:
         return "%s: %s %s (%s)" % (name, "held back" if decision["held"] else "no action on", decision["node"], decision["why"])
+    if decision.get("device_taints"):   # Kubernetes DRA: the devices tainted, not the node (k8s_device_taints.py)
+        devices = ", ".join(sorted(r["spec"]["deviceSelector"]["device"] for r in decision["device_taints"]))
+        verb = ("tainted %s (DeviceTaintRule, NoSchedule) on" if decision["action"] == "drain"
+                else "removed the device taints of %s on") % devices
     if decision.get("error") and not decision["shadow"]:
         return "%s: could not %s %s: %s" % (name, decision["action"], decision["node"], decision["error"])
     if decision["shadow"]:

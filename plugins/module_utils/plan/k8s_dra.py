@@ -58,7 +58,6 @@ SAME_ROOT = ("PIX", "PXB", "PHB")
 _LINK_WORDS = {"PIX": "one PCIe switch", "PXB": "PCIe switches below one root port", "PHB": "one PCIe host bridge",
                "NODE": "different PCIe host bridges of one NUMA node", "SYS": "the CPU interconnect (or C2C)"}
 _VERSION_RE = re.compile(r"^v?([0-9]{1,3})\.([0-9]{1,3})(?:\.[0-9]{1,5})?(?:[-+][0-9A-Za-z.+-]{0,80})?$")
-_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,7}$")
 _PCI_RE = re.compile(r"^([0-9a-fA-F]{1,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
 _ID_RANGE_RE = re.compile(r"^([0-9]{1,7})(?:-([0-9]{1,7}))?$")
 _CLAIM_KEYS = ("name", "gpus", "nics", "nodes")
@@ -123,10 +122,7 @@ def class_names(names=None):
     for key, value in (names or {}).items():
         if value in (None, ""):
             continue
-        if not isinstance(value, str) or not _SUBDOMAIN_RE.match(value):
-            raise k8s.ManifestError("the %s DeviceClass name must be a DNS subdomain (lower-case letters, digits, '-', "
-                                    "'.'), got %r" % (key, value))
-        chosen[key] = value
+        chosen[key] = k8s.dns_subdomain(value, "the %s DeviceClass name" % key)
     return chosen
 
 

@@ -7,12 +7,19 @@ application/merge-patch+json (RFC 7386), honouring ?dryRun=All (answers the patc
 keeps the stored one). Every request is appended to the log as one JSON line: method, path, query,
 content_type, body - so a test can assert the exact patch bodies.
 
+Dynamic Resource Allocation, where the test serves it: with resource-apis.json beside NODES.json (the resource.k8s.io
+versions served and their resources, e.g. {"v1": ["resourceslices"], "v1alpha3": ["devicetaintrules"]} as Kubernetes
+1.34 serves them) /apis names the group and /apis/resource.k8s.io/VERSION lists the version's resources; DeviceTaintRules are listed (?labelSelector=key=value), created (POST, 409 when
+the name exists, 422 without name, deviceSelector or taint) and deleted (404 when absent) in devicetaintrules.json,
+and ResourceSlices listed from resourceslices.json.
+
 usage: python3 server.py NODES.json LOG.jsonl PORTFILE   (listens on 127.0.0.1, an ephemeral port
        written to PORTFILE; NODES.json is a list of Node objects and is rewritten on each real patch)
 """
 
 import copy
 import json
+import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -23,6 +30,10 @@ LOCK = threading.Lock()
 RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1", "resources": [
     {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["no"]}]}
+
+DRA = "resource.k8s.io"
+DRA_RESOURCES = [{"name": "devicetaintrules", "singularName": "devicetaintrule", "namespaced": False, "kind": "DeviceTaintRule"},
+                 {"name": "resourceslices", "singularName": "resourceslice", "namespaced": False, "kind": "ResourceSlice"}]
 
 
 def merge_patch(target, patch):
@@ -122,15 +133,90 @@ class Handler(BaseHTTPRequestHandler):
         self._send(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
                          "message": 'nodes "%s" not found' % name, "code": 404})
 
+    def _side(self, name, default):
+        path = os.path.join(os.path.dirname(self.nodes_file), name)
+        if not os.path.exists(path):
+            return default
+        with open(path) as handle:
+            return json.load(handle)
+
+    def _dra(self, path, query):
+        """GET of the resource.k8s.io group: (status, object), or None when the path is not one of it."""
+        served = self._side("resource-apis.json", {})
+        if path == "/apis":
+            versions = sorted(served)
+            groups = [{"name": DRA, "versions": [{"groupVersion": "%s/%s" % (DRA, v), "version": v} for v in versions],
+                       "preferredVersion": {"groupVersion": "%s/%s" % (DRA, versions[0]), "version": versions[0]}}] if served else []
+            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+        parts = path.split("/")
+        if len(parts) < 4 or parts[1:3] != ["apis", DRA]:
+            return None
+        if parts[3] not in served or parts[4:5] and parts[4] not in served[parts[3]]:
+            return 404, {"kind": "Status", "status": "Failure", "code": 404, "message": "no %s here" % path}
+        if len(parts) == 4:
+            return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "%s/%s" % (DRA, parts[3]),
+                         "resources": [dict(r, verbs=["create", "delete", "get", "list", "watch"]) for r in DRA_RESOURCES
+                                       if r["name"] in served[parts[3]]]}
+        if parts[4:] == ["resourceslices"]:
+            return 200, {"kind": "ResourceSliceList", "apiVersion": "%s/%s" % (DRA, parts[3]),
+                         "items": self._side("resourceslices.json", [])}
+        if parts[4:] == ["devicetaintrules"]:
+            rules = self._side("devicetaintrules.json", [])
+            wanted = [s.split("=", 1) for s in query.get("labelSelector", [""])[0].split(",") if "=" in s]
+            return 200, {"kind": "DeviceTaintRuleList", "apiVersion": "%s/%s" % (DRA, parts[3]), "items": [
+                r for r in rules if all((r["metadata"].get("labels") or {}).get(k) == v for k, v in wanted)]}
+        return 404, {"kind": "Status", "status": "Failure", "code": 404, "message": "no %s here" % path}
+
+    def _rules_write(self, rules):
+        with open(os.path.join(os.path.dirname(self.nodes_file), "devicetaintrules.json"), "w") as handle:
+            json.dump(rules, handle)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"null")
+        url = self._log(body)
+        parts = url.path.rstrip("/").split("/")
+        if parts[1:3] != ["apis", DRA] or parts[4:] != ["devicetaintrules"] or "devicetaintrules" not in self._side(
+                "resource-apis.json", {}).get(parts[3], []):
+            return self._send(404, {"kind": "Status", "code": 404, "message": "no %s here" % url.path})
+        spec = (body or {}).get("spec") or {}
+        name = ((body or {}).get("metadata") or {}).get("name")
+        if body.get("kind") != "DeviceTaintRule" or not name or not spec.get("deviceSelector") or not spec.get("taint"):
+            return self._send(422, {"kind": "Status", "code": 422, "reason": "Invalid",
+                                    "message": "a DeviceTaintRule needs metadata.name, spec.deviceSelector and spec.taint"})
+        with LOCK:
+            rules = self._side("devicetaintrules.json", [])
+            if any(r["metadata"]["name"] == name for r in rules):
+                return self._send(409, {"kind": "Status", "code": 409, "reason": "AlreadyExists",
+                                        "message": 'devicetaintrules.resource.k8s.io "%s" already exists' % name})
+            stored = dict(body, metadata=dict(body["metadata"], resourceVersion="1", uid="uid-%s" % name))
+            self._rules_write(rules + [stored])
+        self._send(201, stored)
+
+    def do_DELETE(self):
+        url = self._log()
+        parts = url.path.rstrip("/").split("/")
+        if parts[1:3] != ["apis", DRA] or len(parts) != 6 or parts[4] != "devicetaintrules":
+            return self._send(404, {"kind": "Status", "code": 404, "message": "no %s here" % url.path})
+        with LOCK:
+            rules = self._side("devicetaintrules.json", [])
+            kept = [r for r in rules if r["metadata"]["name"] != parts[5]]
+            if len(kept) == len(rules):
+                return self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound",
+                                        "message": 'devicetaintrules.resource.k8s.io "%s" not found' % parts[5]})
+            self._rules_write(kept)
+        self._send(200, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200})
+
     def do_GET(self):
         url = self._log()
         path = url.path.rstrip("/")
+        dra = self._dra(path, parse_qs(url.query))
+        if dra is not None:
+            return self._send(*dra)
         if path == "/version":
             return self._send(200, {"major": "1", "minor": "31", "gitVersion": "v1.31.0-standin"})
         if path == "/api":
             return self._send(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
-        if path == "/apis":
-            return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
         if path == "/api/v1":
             return self._send(200, RESOURCES)
         if path == "/api/v1/nodes":
