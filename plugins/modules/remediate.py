@@ -42,7 +42,11 @@ options:
     description:
       - The decider's settings - C(mode) (V(shadow) or V(enforce)), C(policy), C(policy_name), C(rate_limit),
         C(circuit_breaker), C(escalation), C(certification), C(evidence), C(rack), and C(slurm) or C(kubernetes)
-        (C(kubectl), C(kubeconfig)) - as the remediator role's C(remediator_settings) gives them.
+        (C(kubectl), C(kubeconfig), C(device_taints)) - as the remediator role's C(remediator_settings) gives them.
+      - C(kubernetes.device_taints) (V(auto), or the API serving DeviceTaintRule - V(resource.k8s.io/v1alpha3),
+        V(resource.k8s.io/v1beta2), V(resource.k8s.io/v1); unset keeps the cordon) - a drain whose findings each name one
+        device (an RDMA port, a GPU) taints that device only (a DeviceTaintRule, NoSchedule, the device as its driver's
+        ResourceSlice names it) instead of cordoning the node; the resume deletes the rules.
       - C(rack) (C(enabled) true, C(min_nodes) 2, C(window) 300, C(checks) the NVLink fabric and IMEX checks,
         C(certify) [imex, nvlink_domain], C(racks) {}) - when C(min_nodes) trays of one NVLink rack (the chassis its
         nodes report, or a rack C(racks) names with its nodes) report a fabric finding the policy drains for within
