@@ -64,15 +64,19 @@ def _attribute(device, name):
     return value.get("string") if isinstance(value, dict) else None
 
 
+def _items(listing, kind):
+    items = listing.get("items") if isinstance(listing, dict) else None
+    if not isinstance(items, list):
+        raise ValueError("the %s list has no items list" % kind)
+    return items
+
+
 def slice_devices(slices):
     """A ResourceSliceList (kubectl get resourceslices -o json) -> {node: {"gpu": {bus key: device}, "nic": {RDMA device:
     device}}}, each device {driver, pool, device}: the GPU driver's by pciBusID, dranet's by rdmaDevice. A slice of
     another shape raises ValueError."""
-    items = slices.get("items") if isinstance(slices, dict) else None
-    if not isinstance(items, list):
-        raise ValueError("the ResourceSlice list has no items list")
     found = {}
-    for item in items:
+    for item in _items(slices, "ResourceSlice"):
         spec = item.get("spec") if isinstance(item, dict) else None
         if not isinstance(spec, dict) or not isinstance(spec.get("pool"), dict) or not isinstance(spec.get("devices", []), list):
             raise ValueError("a ResourceSlice without a spec, a pool or a devices list: %r" % (item,))
@@ -156,11 +160,8 @@ def taint_rules(node, findings, devices, api_version):
 def ours(rule_list):
     """A DeviceTaintRuleList -> {node: [our rules]}: ours by the managed-by label, the node by our annotation (else the
     pool, which both drivers name after the node)."""
-    items = rule_list.get("items") if isinstance(rule_list, dict) else None
-    if not isinstance(items, list):
-        raise ValueError("the DeviceTaintRule list has no items list")
     found = {}
-    for item in items:
+    for item in _items(rule_list, "DeviceTaintRule"):
         metadata = item.get("metadata") if isinstance(item, dict) else None
         spec = item.get("spec") if isinstance(item, dict) else None
         if not isinstance(metadata, dict) or not isinstance(spec, dict):

@@ -7,21 +7,16 @@ taint added on a port finding and removed after the certificate, in shadow and e
 where the API does not serve DeviceTaintRule or the finding names no device."""
 
 import json
-import os
-import subprocess
-import sys
 import time
 
 import kubernetes_validate
 import pytest
 import yaml
 
+import kube_standin
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import (
     certificate, decider, decider_settings, k8s_device_taints, policy, protocol, remediation)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-SERVER = os.path.join(ROOT, "tests", "lab", "kube-api-standin", "server.py")
-FAKE_KUBECTL = os.path.join(ROOT, "tests", "stubs", "fake_kubectl.py")
 NODE = "aks-gpu-45139532-vmss000081"
 PORT_DOWN = {"check": "rdma_port_state", "severity": "critical", "target": NODE + "/mlx5_1/1",
              "detail": "port is DOWN (physical state Disabled)", "fix_hint": "check the cable"}
@@ -118,21 +113,11 @@ def test_a_bad_device_taints_setting_is_refused_naming_it(value):
 @pytest.fixture
 def cluster(tmp_path, slices):
     """The stand-in over the node (and n2, another one), DeviceTaintRule served in v1alpha3, the node's real slices."""
-    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "resourceVersion": "3", "annotations": {}},
-              "spec": {}} for name in (NODE, "n2")]
-    (tmp_path / "nodes.json").write_text(json.dumps(nodes))
     # As Kubernetes 1.34 serves them: ResourceSlices in v1, DeviceTaintRules in v1alpha3 (feature gate DRADeviceTaints).
     (tmp_path / "resource-apis.json").write_text(json.dumps({"v1": ["resourceslices"], "v1alpha3": ["devicetaintrules"]}))
     (tmp_path / "resourceslices.json").write_text(json.dumps(slices))
-    portfile = tmp_path / "port"
-    server = subprocess.Popen([sys.executable, SERVER, str(tmp_path / "nodes.json"), str(tmp_path / "requests.jsonl"),
-                               str(portfile)])
-    for attempt in range(100):
-        if portfile.exists() and portfile.read_text():
-            break
-        time.sleep(0.05)
-    (tmp_path / "kubeconfig").write_text(json.dumps({"clusters": [{"cluster": {
-        "server": "http://127.0.0.1:%s" % portfile.read_text()}}]}))
+    server = kube_standin.start(tmp_path, [{"apiVersion": "v1", "kind": "Node", "spec": {}, "metadata": {
+        "name": name, "resourceVersion": "3", "annotations": {}}} for name in (NODE, "n2")])
     yield tmp_path
     server.terminate()
     server.wait()
@@ -145,8 +130,7 @@ def _config(path, mode, device_taints="auto"):
             "mode": mode, "policy": [{"severity": "critical", "action": "drain"}],
             "rate_limit": {"max_nodes": 1, "max_percent": 100}, "circuit_breaker": {"max_percent": 100},
             "certification": {"checks": ["dcgm"]},
-            "kubernetes": {"enabled": True, "kubectl": FAKE_KUBECTL, "kubeconfig": str(path / "kubeconfig"),
-                           "device_taints": device_taints}}})
+            "kubernetes": dict(kube_standin.kubernetes_settings(path), device_taints=device_taints)}})
 
 
 def _report(findings):
