@@ -56,8 +56,8 @@ class DeviceTaints(object):
         wanted = self._served() if self.setting == "auto" else self.setting
         if not wanted:
             return
-        selector = "?labelSelector=%s%%3D%s" % (k8s_device_taints.MANAGED_BY[0].replace("/", "%2F"),
-                                                 k8s_device_taints.MANAGED_BY[1])
+        key, value = k8s_device_taints.MANAGED_BY
+        selector = "?labelSelector=%s%%3D%s" % (key.replace("/", "%2F"), value)
         listing = self._raw("get", k8s_device_taints.collection_path(wanted) + selector, "kubectl get devicetaintrules")
         try:
             self.rules = k8s_device_taints.ours(listing)

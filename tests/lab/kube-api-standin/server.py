@@ -9,7 +9,8 @@ content_type, body - so a test can assert the exact patch bodies.
 
 Dynamic Resource Allocation, where the test serves it: with resource-apis.json beside NODES.json (the resource.k8s.io
 versions served and their resources, e.g. {"v1": ["resourceslices"], "v1alpha3": ["devicetaintrules"]} as Kubernetes
-1.34 serves them) /apis names the group and /apis/resource.k8s.io/VERSION lists the version's resources; DeviceTaintRules are listed (?labelSelector=key=value), created (POST, 409 when
+1.34 serves them) /apis names the group and /apis/resource.k8s.io/VERSION lists the version's resources;
+DeviceTaintRules are listed (?labelSelector=key=value), created (POST, 409 when
 the name exists, 422 without name, deviceSelector or taint) and deleted (404 when absent) in devicetaintrules.json,
 and ResourceSlices listed from resourceslices.json.
 
