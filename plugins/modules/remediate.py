@@ -116,6 +116,9 @@ decisions:
       C(certify) (it stays drained only for want of a certificate - the node the active check must run on),
       C(maintain) (the findings to carry out on it, see RV(maintain)), and for a
       resume C(certificate) (what certified it) and C(mttr) (seconds from its drain to this resume).
+    - On Kubernetes with C(kubernetes.device_taints), C(device_taints) - the DeviceTaintRules a drain creates (in
+      shadow and check mode rendered, not created) or a resume deletes; None and C(device_taints_why) where the drain
+      cordons the node instead.
   returned: always
   type: list
   elements: dict
