@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Health as device taints (Kubernetes DRA): a drain the decider decided for findings that each name one device - an
 RDMA port down or below its rate, a GPU with an Xid or a degraded NVLink fabric - is carried out as one
 DeviceTaintRule per device (resource.k8s.io; effect NoSchedule, the deviceSelector naming the driver, the pool - the

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """The decider's device taints where they touch the API server (through kubectl's --raw calls, as decider.py's
 Kubernetes scheduler runs kubectl): which API serves DeviceTaintRule, our rules, the devices the drivers' ResourceSlices
 publish, and the rules created or deleted. What the rules are is k8s_device_taints.py's (pure).

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """Multi-node NVLink on Kubernetes: the ComputeDomain (resource.nvidia.com/v1beta1, NVIDIA's GPU DRA driver) for a
 job across the trays of one NVLink domain, the channel claim its pods take, and the NCCL variables to match.
 
