@@ -10,21 +10,16 @@ import sys
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-COLLECTIONS = os.path.join(ROOT, "build", "collections")
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+# Helpers shared by the tests (paths.py, argspecs.py, moduletest.py, ...), importable by name.
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from paths import COLLECTIONS, fixture_path  # noqa: E402  pylint: disable=wrong-import-position
 
 if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "gpufabric", "rdma")):
     raise RuntimeError("run `make collection` first: %s has no gpufabric.rdma link" % COLLECTIONS)
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
-# Helpers shared by the tests (argspecs.py).
-if os.path.dirname(__file__) not in sys.path:
-    sys.path.insert(0, os.path.dirname(__file__))
-
-
-def fixture_path(*parts):
-    return os.path.join(FIXTURES, *parts)
 
 
 @pytest.fixture
