@@ -129,7 +129,7 @@ def test_the_search_names_the_slow_host_and_labels_replayed_figures(tmp_path):
     assert sorted(groups[:2]) == ["h1:1,h2:1", "h3:1,h4:1"]  # the first round: two groups at once
     # The lab's stand-ins print a capture: under the title, the words every report uses (common/report.replayed_note),
     # and the verdict line keeps its own text. (One run for both: each burn-in run here costs half a minute; a search
-    # that passes is tests/unit/plugins/module_utils/test_burnin_search_report.py's and the lab stage's.)
+    # that passes is tests/unit/plugins/module_utils/plan/test_burnin_search_report.py's and the lab stage's.)
     lines = report.splitlines()
     assert lines[0].startswith("# Burn-in") and lines[1] == ""
     assert lines[2] == "Figures REPLAYED from the capture a\\b.txt, not measured.", report
