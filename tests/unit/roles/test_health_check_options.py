@@ -97,7 +97,7 @@ def test_the_argument_spec_points_to_ansible_doc_and_names_only_real_options():
 
 
 def _node(tmp_path):
-    """The 8x H200 capture and the seed 002 eRDMA sysfs tree (real), as tests/unit/modules/test_node_health.py has it."""
+    """The 8x H200 capture and the seed 002 eRDMA sysfs tree (real), as tests/unit/plugins/modules/test_node_health.py has it."""
     sysfs = tmp_path / "sys"
     shutil.copytree(os.path.join(FIXTURES, "sysfs", "erdma"), str(sysfs))
     (sysfs / "class" / "net" / "eth1" / "mtu").write_text("1500\n")

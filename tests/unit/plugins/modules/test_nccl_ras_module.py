@@ -11,10 +11,10 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.modules import nccl_ras
 from moduletest import run_module
+from paths import fixture_path, ROOT
 
-HERE = os.path.dirname(__file__)
-STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "lab", "nccl-ras-standin", "nccl_ras_standin.py"))
-FIXTURES = os.path.abspath(os.path.join(HERE, "..", "fixtures", "nccl_ras"))
+STANDIN = os.path.join(ROOT, "tests", "lab", "nccl-ras-standin", "nccl_ras_standin.py")
+FIXTURES = fixture_path("nccl_ras")
 
 
 def _free_port():

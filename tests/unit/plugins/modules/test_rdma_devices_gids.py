@@ -8,8 +8,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readin
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.modules import rdma_devices
 from moduletest import calls, run_module, stub_bin, stub_path
+from paths import FIXTURES
 
-FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 SYSFS = os.path.join(FIXTURES, "sysfs", "roce_mlx5")
 
 

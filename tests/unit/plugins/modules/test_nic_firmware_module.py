@@ -8,10 +8,10 @@ import shutil
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
 from ansible_collections.gpufabric.rdma.plugins.modules import nic_firmware
 from moduletest import run_module
+from paths import fixture_path, ROOT
 
-HERE = os.path.dirname(__file__)
-STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "lab", "mlxconfig-standin"))
-FIXTURES = os.path.abspath(os.path.join(HERE, "..", "fixtures", "mlxconfig"))
+STANDIN = os.path.join(ROOT, "tests", "lab", "mlxconfig-standin")
+FIXTURES = fixture_path("mlxconfig")
 
 
 def _tools(tmp_path, query="mstconfig_q_cx4lx_nextboot_only.txt"):

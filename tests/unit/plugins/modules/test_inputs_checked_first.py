@@ -10,8 +10,8 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.modules import nccl_env, rdma_devices, rdma_netdev, slurm_job
 from moduletest import calls, run_module, stub_bin, stub_path
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 SLURM_TOOLS = ("sbatch", "scontrol", "scancel", "sacct")
 # Debian 12's /etc/NetworkManager/NetworkManager.conf as the network-manager package installs it: NetworkManager

@@ -10,8 +10,9 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.modules import nccl_inspector
 from moduletest import run_module, stub_bin, stub_path
+from paths import fixture_path
 
-JOB = os.path.join(os.path.dirname(__file__), "..", "fixtures", "nccl_inspector", "job_8rank_rank5_late_constructed")
+JOB = fixture_path("nccl_inspector", "job_8rank_rank5_late_constructed")
 
 
 @pytest.fixture

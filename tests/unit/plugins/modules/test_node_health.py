@@ -7,8 +7,8 @@ import shutil
 import subprocess
 
 import pytest
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 
 

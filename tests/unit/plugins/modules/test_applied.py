@@ -17,8 +17,8 @@ import pytest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import applied as applied_utils
 from ansible_collections.gpufabric.rdma.plugins.modules import applied
 from moduletest import run_module, stub_bin, stub_path
+from paths import COLLECTIONS, FIXTURES, UNIT
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 DPKG = os.path.join(FIXTURES, "dpkg", "status_bookworm_rdma_core_removed.txt")
 FP1, FP2 = "1" * 64, "2" * 64
 MPI = {"name": "mpi", "fingerprint": FP1, "observes": ["files"],
@@ -227,8 +227,6 @@ def test_what_a_phase_must_observe_comes_from_the_phase_not_its_record(tmp_path)
     assert not (state / "peermem.json").exists()
 
 
-UNIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(UNIT)), "build", "collections")
 BOUNDED = ("import json, sys\n"
            "from moduletest import run_module\n"
            "from ansible_collections.gpufabric.rdma.plugins.modules import applied\n"

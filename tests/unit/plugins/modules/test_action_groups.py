@@ -14,8 +14,8 @@ from unittest import mock
 import pytest
 import yaml
 from ansible.module_utils import basic
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 MODULES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins", "modules", "*.py"))
                  if not p.endswith("__init__.py"))
 with open(os.path.join(ROOT, "meta", "runtime.yml")) as _handle:

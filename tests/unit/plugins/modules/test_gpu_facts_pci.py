@@ -11,8 +11,8 @@ import pytest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import health, readiness
 from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts, node_health
 from moduletest import run_module, stub_bin, stub_path
+from paths import FIXTURES
 
-FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 H200X8 = os.path.join(FIXTURES, "nvidia_smi", "q_h200x8.xml")
 
 

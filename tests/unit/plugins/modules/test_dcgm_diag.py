@@ -8,8 +8,9 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.modules import dcgm_diag
 from moduletest import calls, run_module, stub_bin, stub_path
+from paths import fixture_path
 
-FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "fixtures", "dcgm"))
+FIXTURES = fixture_path("dcgm")
 
 
 @pytest.fixture

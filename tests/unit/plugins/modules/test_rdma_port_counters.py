@@ -7,8 +7,7 @@ import shutil
 
 from ansible_collections.gpufabric.rdma.plugins.modules import rdma_port_counters
 from moduletest import calls, run_module, stub_bin, stub_path
-
-FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "fixtures"))
+from paths import FIXTURES
 
 
 def test_sysfs_words_and_hw_counter_bytes(tmp_path):

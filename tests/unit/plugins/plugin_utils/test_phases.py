@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.rdma.plugins.filter.phases import (
     phase_entry, phase_fingerprint, phases_applied, phases_text)
 from ansible_collections.gpufabric.rdma.plugins.plugin_utils import phases
+from paths import ROOT
 
 CODE = "c" * 64
 
@@ -112,7 +113,7 @@ def test_phase_inputs_are_the_templated_settings_with_the_prefix(tmp_path):
     assert code == phases.code_fingerprint()
 
 
-PLAYBOOKS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "playbooks")
+PLAYBOOKS = os.path.join(ROOT, "playbooks")
 ROLES = os.path.join(PLAYBOOKS, "..", "roles")
 
 

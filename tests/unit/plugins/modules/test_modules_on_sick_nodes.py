@@ -10,8 +10,8 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts, nccl_env, node_health, rdma_devices, rdma_netdev
 from moduletest import calls, run_module, stub_bin
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 H200X8 = os.path.join(FIXTURES, "nvidia_smi", "q_h200x8.xml")
 DRIVER_GONE = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the " \

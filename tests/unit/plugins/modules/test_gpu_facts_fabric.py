@@ -11,8 +11,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology import nvlink, slurm_conf
 from ansible_collections.gpufabric.rdma.plugins.modules import gpu_facts
 from moduletest import run_module, stub_bin, stub_path
+from paths import FIXTURES
 
-FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "fixtures"))
 GB200 = ("nvidia_smi_fabric", "qx_gb200x4_k8stestinfra.xml")
 GB300 = ("nvidia_smi_fabric", "qx_gb300x4_k8stestinfra.xml")
 SCRUBBED_UUID = "00000001-0000-0000-0000-000000000001"    # NVIDIA scrubbed the ClusterUUID of these captures

@@ -10,8 +10,8 @@ import pytest
 from ansible_collections.gpufabric.rdma.plugins.modules import (
     gpu_facts, nccl_env, node_health, rdma_devices, rdma_netdev, slurm_conf_settings, slurm_job)
 from moduletest import calls, run_module, stub_bin, stub_path
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 READ_ONLY = {
     "nvidia-smi": [["-q", "-x"], ["topo", "-m"], ["--query-gpu=index,compute_cap", "--format=csv,noheader"],

@@ -5,8 +5,9 @@ import os
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import readiness
 from ansible_collections.gpufabric.rdma.plugins.modules import link_health
 from moduletest import run_module
+from paths import fixture_path
 
-FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "fixtures", "mlxlink"))
+FIXTURES = fixture_path("mlxlink")
 
 
 def _mlxlink(tmp_path, name):
