@@ -23,6 +23,7 @@ copy_shipped_files() {
 }
 
 # On every core (pytest-xdist; GPUFABRIC_UNIT_WORKERS=1 for one process), the 20 slowest tests listed at the end;
+# the unit tests (tests/unit) and those that run Ansible itself (tests/integration) together;
 # GPUFABRIC_UNIT_TESTS="tests/unit/test_x.py ..." runs only those. The suite runs from a copy of the shipped files in a folder with nothing beside it, as a user's clone is: CI's
 # checkout has a shared/ folder beside it that no clone has, and a test that reads it must fail here
 # (tests/unit/test_self_contained.py says where). Only the build outputs the tests use come along: the collection
@@ -34,7 +35,7 @@ stage_unit() {
   ln -sfn "$copy" "$copy/build/collections/ansible_collections/gpufabric/rdma"
   [[ -d build/tools ]] && ln -sfn "$top/build/tools" "$copy/build/tools"
   (cd "$copy" && GPUFABRIC_CLONE_CHECK=1 ANSIBLE_COLLECTIONS_PATH="$copy/build/collections" ANSIBLE_CONFIG="$copy/ansible.cfg" \
-     pytest -q -n "${GPUFABRIC_UNIT_WORKERS:-auto}" --dist worksteal --durations=20 ${GPUFABRIC_UNIT_TESTS:-tests/unit})
+     pytest -q -n "${GPUFABRIC_UNIT_WORKERS:-auto}" --dist worksteal --durations=20 ${GPUFABRIC_UNIT_TESTS:-tests/unit tests/integration})
 }
 
 # ansible-test insists on running inside ansible_collections/<ns>/<name>; give it a copy of

@@ -6,7 +6,7 @@
 components the same way (components/all/all.go). A new check is one file in this folder (check.py says what it
 declares) and one line here. From this table come node_health's argument spec, the options the health monitor
 accepts and their defaults; tests hold the health_monitor role's lists, node_health's documentation, the
-troubleshooting page and the metric families equal to it (tests/unit/plugins/module_utils/node/checks/test_check_registry.py).
+troubleshooting page and the metric families equal to it (tests/integration/plugins/module_utils/node/checks/test_check_registry.py).
 
 The imports are the registry: each module imported below is a check, taken in the order of its line. They stay
 plain imports so that Ansible ships them with node_health and program_closure with the health monitor.

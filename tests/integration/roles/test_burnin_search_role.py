@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 CAPTURE = os.path.join(ROOT, "tests", "unit", "fixtures", "nccl_tests", "all_reduce_g8_h200x8.txt")
 pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
                                 reason="needs the collection installed (make unit sets ANSIBLE_COLLECTIONS_PATH)")

@@ -21,8 +21,8 @@ import yaml
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import all as registry
 from ansible_collections.gpufabric.rdma.plugins.modules import node_health
 from moduletest import argument_spec
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "health_monitor")
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 # Options of the module call only, not checks: the node's name in the report, and the checks' options in one mapping.
@@ -97,7 +97,7 @@ def test_the_argument_spec_points_to_ansible_doc_and_names_only_real_options():
 
 
 def _node(tmp_path):
-    """The 8x H200 capture and the seed 002 eRDMA sysfs tree (real), as tests/unit/plugins/modules/test_node_health.py has it."""
+    """The 8x H200 capture and the seed 002 eRDMA sysfs tree (real), as tests/integration/plugins/modules/test_node_health.py has it."""
     sysfs = tmp_path / "sys"
     shutil.copytree(os.path.join(FIXTURES, "sysfs", "erdma"), str(sysfs))
     (sysfs / "class" / "net" / "eth1" / "mtu").write_text("1500\n")

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from paths import ROOT
 
 
 RUN_REPORT = """
@@ -24,7 +25,7 @@ RUN_REPORT = """
 
 
 def _play(tmp_path, text, *extra):
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    root = ROOT
     capture = os.path.join(root, "tests", "unit", "fixtures", "nccl_tests", "all_reduce_g8_h200x8.txt")
     play = tmp_path / "play.yml"
     play.write_text(text.format(tmp=tmp_path, capture=capture))

@@ -8,8 +8,8 @@ import os
 import subprocess
 import sys
 import time
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SERVER = os.path.join(ROOT, "tests", "lab", "kube-api-standin", "server.py")
 FAKE_KUBECTL = os.path.join(ROOT, "tests", "stubs", "fake_kubectl.py")
 

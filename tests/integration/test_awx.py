@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from argspecs import ROLES, options, role_of, validate
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 AWX = os.path.join(ROOT, "awx")
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
 

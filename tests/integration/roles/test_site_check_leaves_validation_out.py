@@ -33,7 +33,7 @@ def test_a_check_run_of_the_site_leaves_validation_without_hosts(tmp_path):
     assert _hosts_of_validation(tmp_path, "--check") == dict.fromkeys(PLAYS, "[]")
 
 
-# (A run without --check keeps them: tests/unit/roles/test_host_patterns.py.)
+# (A run without --check keeps them: tests/integration/roles/test_host_patterns.py.)
 @pytest.mark.parametrize("name", ["gpufabric_validate_in_check_mode", "validate_in_check_mode"])
 def test_a_check_run_that_asks_for_validation_keeps_its_hosts(tmp_path, name):
     assert _hosts_of_validation(tmp_path, "--check", "-e", "%s=true" % name) == dict.fromkeys(PLAYS, "['all']")

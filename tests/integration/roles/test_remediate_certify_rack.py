@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 IMEX = os.path.join(ROOT, "tests", "unit", "fixtures", "nvidia_imex")
 TASKS = os.path.join(ROOT, "playbooks", "tasks", "certify_rack.yml")
 

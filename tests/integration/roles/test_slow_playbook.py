@@ -20,8 +20,8 @@ import sys
 import pytest
 
 import kube_standin
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 JOB = os.path.join(FIXTURES, "nccl_inspector", "job_8rank_rank5_late_constructed")
 STANDIN_SMI = os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi")

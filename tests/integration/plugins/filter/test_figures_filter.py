@@ -14,8 +14,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rdma.plugins.filter.figures import FilterModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.render import figures
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 F = FilterModule().filters()["figures_metrics"]
 # The report entry each reporting role adds, by the file that holds its report_files_list.
 ROLE_FILES = {

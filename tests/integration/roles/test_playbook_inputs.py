@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from moduletest import calls, stub_bin
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 GOOD = os.path.join(ROOT, "tests", "unit", "fixtures", "nccl_tests", "mpirun_tag_output_h100.txt")
 
 pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),

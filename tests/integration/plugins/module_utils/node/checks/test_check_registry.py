@@ -5,7 +5,7 @@ fragment, computed when Ansible loads it) and the options the monitor takes are 
 as one file and one line appears in all three, and in node_health's checks mapping, with no other edit - and every
 list kept beside it - the runner's command_timeout, the troubleshooting page, the metric families, the findings a
 check reports, the example in CONTRIBUTING.md - is held equal to it here (the health_monitor role keeps no list:
-tests/unit/roles/test_health_check_options.py). One loop runs the checks and says the same way, for all, what a check
+tests/integration/roles/test_health_check_options.py). One loop runs the checks and says the same way, for all, what a check
 could not read (unreadable) and that it could not run (not_run)."""
 
 import ast

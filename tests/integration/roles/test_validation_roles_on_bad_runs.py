@@ -17,8 +17,8 @@ import sys
 import pytest
 
 from moduletest import calls, stub_bin
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "nccl_tests")
 GOOD = os.path.join(FIXTURES, "mpirun_tag_output_h100.txt")
 ABORTED = os.path.join(FIXTURES, "aborted_before_table_nccltests219.txt")

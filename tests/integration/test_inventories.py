@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from argspecs import options as role_options, role_of
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "inventories", "examples", "*", "hosts.yml")))
 
 
