@@ -1,7 +1,7 @@
 """Tests that run Ansible itself (ansible-playbook, ansible, ansible-doc, ansible-inventory): the same collection link,
 helpers and fixtures as tests/unit's, taken from tests/unit/conftest.py rather than copied. tests/unit is on sys.path ahead of
-this folder, so that `conftest` is tests/unit's (with paths.py, moduletest.py, argspecs.py); this folder comes last,
-for its own helpers (kube_standin.py)."""
+this folder, so that `conftest` is tests/unit's (with paths.py, moduletest.py, argspecs.py, kube_standin.py, which
+unit tests use too); this folder comes last, for helpers of its own."""
 
 import os
 import sys

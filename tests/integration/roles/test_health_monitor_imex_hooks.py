@@ -7,8 +7,7 @@ import json
 import os
 import subprocess
 import sys
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+from paths import ROOT
 
 
 def _play(tmp_path, imex, check):

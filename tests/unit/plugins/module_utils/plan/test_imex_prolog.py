@@ -19,8 +19,9 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import imex_do
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan.imex_domain import ImexPrologError
 
 from decider_world import node_monitor
+from paths import fixture_path
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nvidia_imex")
+FIXTURES = fixture_path("nvidia_imex")
 UP = os.path.join(FIXTURES, "ctl_N_j_2node_gb200_up_pcluster.json")
 DOWN = os.path.join(FIXTURES, "ctl_N_j_unconfigured_down_pcluster.json")
 UP_NODES = ["192.168.103.159", "192.168.107.187"]

@@ -17,8 +17,8 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.node import command
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import imex as imex_check
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.checks import nvlink_fabric as fabric_check
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_smi_fabric import parse_nvidia_smi_fabric
+from paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 STANDIN = os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi")
 GB200 = os.path.join(FIXTURES, "nvidia_smi_fabric", "qx_gb200x4_k8stestinfra.xml")
