@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet import decider, decider_settings, protocol
 from ansible_collections.gpufabric.rdma.plugins.modules import remediate
 from moduletest import calls, run_module, stub_bin
+from paths import ROOT, fixture_path
 
 PORT = {"check": "rdma_port_state", "severity": "critical", "target": "n1/mlx5_0/1", "detail": "DOWN", "fix_hint": "-"}
 XID = {"check": "gpu_xid", "severity": "critical", "target": "n2/GPU 0", "detail": "Xid 79", "fix_hint": "-"}
@@ -188,8 +189,7 @@ def test_the_rack_comes_from_each_nodes_own_node_health_on_the_real_gb200_xml(sl
     from ansible_collections.gpufabric.rdma.plugins.modules import node_health
     tmp_path, nodes, settings = slurm
     settings = dict(settings, rack={"min_nodes": 2, "window": 120})
-    fixtures = os.path.join(os.path.dirname(__file__), "..", "fixtures")
-    with open(os.path.join(fixtures, "nvidia_smi_fabric", "qx_gb200x4_k8stestinfra.xml")) as handle:
+    with open(fixture_path("nvidia_smi_fabric", "qx_gb200x4_k8stestinfra.xml")) as handle:
         xml = handle.read().replace("<summary>Healthy</summary>", "<summary>Unhealthy</summary>", 1)
     for name in ("sys", "proc"):
         (tmp_path / name).mkdir()
@@ -202,7 +202,7 @@ def test_the_rack_comes_from_each_nodes_own_node_health_on_the_real_gb200_xml(sl
         (capture / "q.xml").write_text(xml.replace("<tray_index>4</tray_index>", "<tray_index>%d</tray_index>" % tray))
         monkeypatch.setenv("NVIDIA_SMI_CAPTURE", str(capture))
         result = run_module(node_health, {
-            "node_name": node, "nvidia_smi_path": os.path.join(fixtures, "..", "..", "lab", "nvidia-smi-standin", "nvidia-smi"),
+            "node_name": node, "nvidia_smi_path": os.path.join(ROOT, "tests", "lab", "nvidia-smi-standin", "nvidia-smi"),
             "sysfs_root": str(tmp_path / "sys"), "procfs_root": str(tmp_path / "proc"), "kernel_log": str(tmp_path / "kern.log"),
             "checks": {"imex_expected": False}})
         assert result["domain"]["chassis_serial"] == "1820000000001" and result["domain"]["tray"] == tray, result
