@@ -1,20 +1,29 @@
 """The controller at fleet scale: N systemd containers with sshd, reached over SSH as a site reaches its nodes, and
-gpufabric.rdma's discover and site playbooks run on them twice; the second run (nothing to change) is measured.
+gpufabric.rdma's discover and site playbooks run on them; the first run, the second runs (nothing to change) and a
+drift run are measured.
 
     python tests/bench/bench_fleet.py [--nodes 8 16 32] [--collections DIR] [--label after] [--json FILE]
 
-For each N (the first N containers of one fleet of max(N)): a first site run brings the new nodes up (not
-measured), then discover.yml and site.yml run again and each prints wall seconds, the controller's CPU seconds
-(ansible-playbook and every process it waited for: forks, ssh clients) per node, the nodes' CPU seconds (each
-container's cpuacct cgroup) per node and the tasks per node from the recap. The settings are the ones the README's
-"Running at scale" gives users: inventories/examples/ansible.cfg (forks 50, pipelining, ControlPersist, fact cache).
-site.yml runs without validation (-e gpufabric_site_validate=false): nccl-tests and perftest measure on every run;
-the steady state is what configuration costs when nothing changed. The nodes take the lab's settings
-(inventories/lab/group_vars/gpu_nodes.yml) and stand-ins (playbooks/lab.yml).
+For each N a fresh fleet of N containers (no earlier run's record on them), then, each measured:
 
-The slope of controller CPU against N (least squares over the sizes) is printed per playbook; the run fails when
-controller CPU per node at the largest N exceeds the smallest N's by more than 25 % (growth faster than O(N)).
---collections runs another checkout's playbooks (e.g. a worktree of an earlier commit: the "before" numbers).
+- ``site first``: site.yml as users run it (validation on), on nodes that never ran it;
+- ``discover``: discover.yml again;
+- ``site unvalidated``: ``site.yml -e gpufabric_site_validate=false`` again (configuration's steady state);
+- ``site``: site.yml as users run it, again, nothing changed (validation on: what it validates and what it
+  reports from each node's last validation);
+- ``site drift``: ``/etc/nccl.conf`` edited by hand on one node, then site.yml as users run it.
+
+Each prints wall seconds, the controller's CPU seconds (ansible-playbook and every process it waited for: forks,
+ssh clients) per node, the nodes' CPU seconds (each container's cpuacct cgroup) per node and the tasks per node
+from the recap. The settings are the ones the README's "Running at scale" gives users:
+inventories/examples/ansible.cfg (forks 50, pipelining, ControlPersist, fact cache). The nodes take the lab's
+settings (inventories/lab/group_vars/gpu_nodes.yml: nccl-tests single and mpirun, perftest per rail) and stand-ins
+(playbooks/lab.yml).
+
+The slope of controller CPU against N (least squares over the sizes) is printed per run; the bench fails when a
+second run's controller CPU per node at the largest N exceeds the smallest N's by more than 25 % (growth faster
+than O(N)), or when the default site.yml second run costs more than 2 s of controller CPU per added node.
+--collections runs another checkout's playbooks (e.g. a copy of an earlier commit: the "before" numbers).
 --keep leaves the containers; --destroy removes them and exits.
 """
 
@@ -38,6 +47,8 @@ NETWORK = "gpufabric-fleet"
 SUBNET = "172.30.92.0/24"
 PREFIX = "gpufabric-fleet-node"
 GROWTH_LIMIT = 1.25
+# The default site.yml second run (validation on): at most this much controller CPU per added node (issue 58).
+SITE_SLOPE_LIMIT = 2.0
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)")
 
 
@@ -62,14 +73,16 @@ def write_inventory(path, hosts, host_vars, group_vars):
         handle.write("\n".join(lines) + "\n")
 
 
-def environment(collections):
+def environment(collections, fleet=""):
+    """The controller's settings; each fleet (a fresh set of containers) its own fact cache and SSH control
+    sockets, so nothing of an earlier fleet's containers is read or reused."""
     env = dict(os.environ)
     env.update({
         "ANSIBLE_COLLECTIONS_PATH": collections,
         "ANSIBLE_CONFIG": os.path.join(ROOT, "inventories", "examples", "ansible.cfg"),
-        "ANSIBLE_CACHE_PLUGIN_CONNECTION": os.path.join(WORK, "facts"),
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": os.path.join(WORK, "facts" + fleet),
         "ANSIBLE_FORCE_COLOR": "0",
-        "ANSIBLE_SSH_CONTROL_PATH_DIR": os.path.join(WORK, "cp"),
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": os.path.join(WORK, "cp" + fleet),
     })
     return env
 
@@ -129,6 +142,7 @@ def ssh_inventory(hosts, addresses):
     shutil.copy(os.path.join(ROOT, "inventories", "lab", "group_vars", "gpu_nodes.yml"),
                 os.path.join(path, "group_vars", "gpu_nodes.yml"))
     write_inventory(os.path.join(path, "hosts.yml"), hosts, dict((h, {"ansible_host": addresses[h]}) for h in hosts), {
+        "gpufabric_report_root": os.path.join(path, "reports"),
         "ansible_user": "root", "ansible_python_interpreter": "/usr/bin/python3",
         "ansible_ssh_private_key_file": os.path.join(WORK, "id_ed25519"),
         "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"})
@@ -156,7 +170,7 @@ def node_cpu(hosts):
 def playbook(collections, inventory, name, hosts, extra, log):
     argv = ["ansible-playbook", "-i", inventory, "gpufabric.rdma.%s" % name] + extra
     before, cpu_before, wall = resource.getrusage(resource.RUSAGE_CHILDREN), node_cpu(hosts), time.time()
-    proc = subprocess.run(argv, env=environment(collections), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.run(argv, env=environment(collections, "-%d" % len(hosts)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=7200, check=False)
     wall = time.time() - wall
     after, cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN), node_cpu(hosts)
@@ -189,6 +203,56 @@ def destroy():
     subprocess.run(["docker", "network", "rm", NETWORK], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
+# The runs measured on each fresh fleet, in order: (name in the table, playbook, extra arguments); None where the
+# run is set up by hand first (the drift run: /etc/nccl.conf edited on one node).
+UNVALIDATED = ["-e", "gpufabric_site_validate=false"]
+RUNS = (("site first", "site", []), ("discover", "discover", []), ("site unvalidated", "site", UNVALIDATED),
+        ("site", "site", []), ("site drift", "site", []))
+# What a person edits by hand on one node for the drift run: the nccl_env phase's file.
+DRIFT = "echo 'NCCL_DEBUG=WARN  # edited by hand' >> /etc/nccl.conf"
+
+
+def measure(args, n, rows):
+    destroy()
+    addresses = create(n)
+    hosts = names(n)
+    inventory = ssh_inventory(hosts, addresses)
+    logs = os.path.join(WORK, "logs%s" % ("-" + args.label if args.label else ""))
+    os.makedirs(logs, exist_ok=True)
+    for run, name, extra in RUNS:
+        if run == "site drift":
+            sh(["docker", "exec", hosts[0], "sh", "-c", DRIFT])
+        row = playbook(args.collections, inventory, name, hosts, extra,
+                       os.path.join(logs, "%s-%d.log" % (run.replace(" ", "-"), n)))
+        row.update(run=run, label=args.label)
+        rows.append(row)
+        print("%-16s N=%-3d wall %6.1f s  controller %6.1f s (%5.2f s/node)  nodes %5.2f s/node  %5.1f tasks/node  "
+              "changed %d" % (run, n, row["wall_s"], row["controller_cpu_s"], row["controller_cpu_per_node_s"],
+                              row["node_cpu_per_node_s"], row["tasks_per_node"], row["changed"]), flush=True)
+
+
+def judge(rows):
+    """Print each run's fitted slope; True when a second run grows faster than O(N) or the default second site run
+    costs more than SITE_SLOPE_LIMIT per added node."""
+    failed = False
+    for run, _name, _extra in RUNS:
+        mine = [r for r in rows if r["run"] == run]
+        fitted = slope(mine)
+        if fitted is None:
+            continue
+        growth = mine[-1]["controller_cpu_per_node_s"] / max(mine[0]["controller_cpu_per_node_s"], 0.01)
+        print("%-16s controller CPU slope %.2f s per added node; per node at N=%d is %.2fx N=%d's"
+              % (run, fitted, mine[-1]["nodes"], growth, mine[0]["nodes"]))
+        if run in ("discover", "site unvalidated", "site") and growth > GROWTH_LIMIT:
+            print("FAILED: %s: controller CPU per node grows with the fleet (more than %d %%)" % (run, (GROWTH_LIMIT - 1) * 100))
+            failed = True
+        if run == "site" and fitted > SITE_SLOPE_LIMIT:
+            print("FAILED: a default site.yml second run costs %.2f s of controller CPU per added node (at most %.1f)"
+                  % (fitted, SITE_SLOPE_LIMIT))
+            failed = True
+    return failed
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[8, 16, 32])
@@ -204,38 +268,17 @@ def main():
     sizes = sorted(set(args.nodes))
     if sizes[0] < 2:
         raise SystemExit("--nodes: each size must be 2 or more, got %d" % sizes[0])
-    addresses = create(sizes[-1])
     rows = []
-    site = ["-e", "gpufabric_site_validate=false"]
-    for n in sizes:
-        hosts = names(n)
-        inventory = ssh_inventory(hosts, addresses)
-        logs = os.path.join(WORK, "logs%s" % ("-" + args.label if args.label else ""))
-        os.makedirs(logs, exist_ok=True)
-        playbook(args.collections, inventory, "site", hosts, site, os.path.join(logs, "converge-%d.log" % n))
-        for name, extra in (("discover", []), ("site", site)):
-            row = playbook(args.collections, inventory, name, hosts, extra, os.path.join(logs, "%s-%d.log" % (name, n)))
-            row["label"] = args.label
-            rows.append(row)
-            print("%-8s N=%-3d wall %6.1f s  controller %6.1f s (%5.2f s/node)  nodes %5.2f s/node  %5.1f tasks/node  "
-                  "changed %d" % (name, n, row["wall_s"], row["controller_cpu_s"], row["controller_cpu_per_node_s"],
-                                  row["node_cpu_per_node_s"], row["tasks_per_node"], row["changed"]), flush=True)
-    failed = False
-    for name in ("discover", "site"):
-        mine = [r for r in rows if r["playbook"] == name]
-        fitted = slope(mine)
-        if fitted is not None:
-            growth = mine[-1]["controller_cpu_per_node_s"] / max(mine[0]["controller_cpu_per_node_s"], 0.01)
-            print("%-8s controller CPU slope %.2f s per added node; per node at N=%d is %.2fx N=%d's"
-                  % (name, fitted, mine[-1]["nodes"], growth, mine[0]["nodes"]))
-            failed = failed or growth > GROWTH_LIMIT
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(rows, handle, indent=1)
+    try:
+        for n in sizes:
+            measure(args, n, rows)
+    finally:
+        if args.json:
+            with open(args.json, "w") as handle:
+                json.dump(rows, handle, indent=1)
+    failed = judge(rows)
     if not args.keep:
         destroy()
-    if failed:
-        print("FAILED: controller CPU per node grows with the fleet (more than %d %%)" % ((GROWTH_LIMIT - 1) * 100))
     return 1 if failed else 0
 
 
