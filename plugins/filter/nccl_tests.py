@@ -79,14 +79,16 @@ def nccl_tests_judge(runs, min_busbw=None, min_busbw_by_size=None, max_wrong=0, 
         fail("nccl_tests_judge", str(exc))
 
 
-def nccl_tests_summary(judged, output="text", thresholds=None):
+def nccl_tests_summary(judged, output="text", thresholds=None, not_measured=None):
     _judged("nccl_tests_summary", judged)
     if output not in ("text", "markdown"):
         fail("nccl_tests_summary", "output must be text or markdown, got %r" % (output,))
+    not_measured = dict(expect("nccl_tests_summary", not_measured or {}, (Mapping,),
+                               "not_measured as a mapping of node to its last validation record"))
     if output == "markdown":
         return validation.summary_markdown(judged, expect("nccl_tests_summary", thresholds or {}, (Mapping,),
-                                                          "thresholds as a mapping"))
-    return validation.summary_text(judged)
+                                                          "thresholds as a mapping"), not_measured)
+    return validation.summary_text(judged, not_measured)
 
 
 def bandwidth_svg(judged, threshold=None, title="NCCL bandwidth"):

@@ -19,6 +19,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import baseli
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import ceiling
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_run
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
+from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import validation_record
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common import report
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import markdown_table, render_table
 
@@ -337,7 +338,15 @@ def traffic_title(run):
         run.get("label"), (" - REPLAYED: %s" % traffic["replayed"]) if traffic.get("replayed") else "")
 
 
-def summary_text(judged):
+def not_measured_lines(not_measured):
+    """site.yml's nodes not measured again ({node: their last validation record}): one line each, sorted."""
+    return [validation_record.reused_line(node, validation_record.check_record(not_measured[node]))
+            for node in sorted(not_measured or {})]
+
+
+def summary_text(judged, not_measured=None):
+    if not judged and not_measured:
+        return "\n".join(["no run measured: every node's last validation still holds"] + not_measured_lines(not_measured))
     replayed = replayed_line(judged)
     text = (replayed + "\n" if replayed else "") + render_table(SUMMARY_HEADER, summary_rows(judged))
     failures = ["%s: %s" % (run.get("label"), failure) for run in judged for failure in run["failures"]]
@@ -347,14 +356,20 @@ def summary_text(judged):
         rows = traffic_rows(run)
         if rows:
             text += "\n" + traffic_title(run) + "\n" + render_table(TRAFFIC_HEADER, rows)
-    return text
+    return text + "".join("\n" + line for line in not_measured_lines(not_measured))
 
 
-def summary_markdown(judged, thresholds=None):
+def summary_markdown(judged, thresholds=None, not_measured=None):
     lines = ["# gpufabric.rdma validation", ""]
+    reused = not_measured_lines(not_measured)
+    if not judged and reused:
+        return "\n".join(lines + [
+            "**PASS**: no run measured: every node's last validation still holds (runs.json and busbw.svg keep the last "
+            "measurement).", "", "## Not measured again", ""] + ["- " + line for line in reused]) + "\n"
     passed = all(run["passed"] for run in judged) and bool(judged)
     count = sum(1 for r in judged if r["passed"])
-    lines.append("**%s**: %d of %d run(s) passed." % ("PASS" if passed else "FAIL", count, len(judged)))
+    lines.append("**%s**: %d of %d run(s) passed." % ("PASS" if passed else "FAIL", count, len(judged))
+                 + (" %d node(s) not measured again: their last validation still holds." % len(reused) if reused else ""))
     if replayed_line(judged):
         lines += ["", replayed_line(judged)]
     if thresholds:
@@ -389,6 +404,8 @@ def summary_markdown(judged, thresholds=None):
     baselines = [(run.get("label"), run["baseline"]) for run in judged if run.get("baseline")]
     if baselines:
         lines += ["", "## Baselines", ""] + ["- %s: %s" % item for item in baselines]
+    if reused:
+        lines += ["", "## Not measured again", ""] + ["- " + line for line in reused]
     return "\n".join(lines) + "\n"
 
 

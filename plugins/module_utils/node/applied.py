@@ -47,6 +47,8 @@ MAX_RECORD = 1 << 20   # a record is a few kilobytes; anything larger is not one
 DPKG_STATUS = "/var/lib/dpkg/status"
 UNKNOWN = "unknown"
 ABSENT = "absent"
+# Why a phase runs when its fingerprint differs; site.yml's validation judges that by its own fingerprint instead.
+SETTINGS_CHANGED = "its settings or the collection changed since it was applied"
 
 
 def _what(kind):
@@ -316,7 +318,7 @@ def judge(phase, record, now):
     if record is None:
         return False, "no record of it on this node"
     if record.get("fingerprint") != phase["fingerprint"]:
-        return False, "its settings or the collection changed since it was applied"
+        return False, SETTINGS_CHANGED
     changes = drift(record.get("observed") or {}, now)
     if changes:
         return False, "drift since it was applied: " + "; ".join(changes[:5]) + ("; ..." if len(changes) > 5 else "")
