@@ -226,6 +226,9 @@ def measure(args, n, rows):
                        os.path.join(logs, "%s-%d.log" % (run.replace(" ", "-"), n)))
         row.update(run=run, label=args.label)
         rows.append(row)
+        if args.json:   # after every run: a bench stopped part way keeps what it measured
+            with open(args.json, "w") as handle:
+                json.dump(rows, handle, indent=1)
         print("%-16s N=%-3d wall %6.1f s  controller %6.1f s (%5.2f s/node)  nodes %5.2f s/node  %5.1f tasks/node  "
               "changed %d" % (run, n, row["wall_s"], row["controller_cpu_s"], row["controller_cpu_per_node_s"],
                               row["node_cpu_per_node_s"], row["tasks_per_node"], row["changed"]), flush=True)
@@ -269,13 +272,8 @@ def main():
     if sizes[0] < 2:
         raise SystemExit("--nodes: each size must be 2 or more, got %d" % sizes[0])
     rows = []
-    try:
-        for n in sizes:
-            measure(args, n, rows)
-    finally:
-        if args.json:
-            with open(args.json, "w") as handle:
-                json.dump(rows, handle, indent=1)
+    for n in sizes:
+        measure(args, n, rows)
     failed = judge(rows)
     if not args.keep:
         destroy()
