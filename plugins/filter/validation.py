@@ -56,8 +56,8 @@ def _node(hostvars, host, settings, code):
         hardware = records.fingerprint(records.hardware_view(discovered)) if isinstance(discovered, Mapping) else None
     except ValueError:
         hardware = None
-    return {"name": host, "record": read.get("record"), "problem": read.get("problem") or (
-                None if read.get("path") else "the record was not read in this run"),
+    problem = read.get("problem") or (None if read.get("path") else "the record was not read in this run")
+    return {"name": host, "record": read.get("record"), "problem": problem,
             "hardware": hardware,
             "configuration": validation.configuration_fingerprint(applied.get("phases") if checked else None,
                                                                   settings.get(host) or {}, code) if checked else None,
