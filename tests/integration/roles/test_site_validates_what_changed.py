@@ -17,10 +17,10 @@ import sys
 import pytest
 
 from moduletest import calls, stub_bin
+from paths import ROOT
 
 pytestmark = pytest.mark.skipif(not os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
                                 reason="needs the collection installed (make unit sets ANSIBLE_COLLECTIONS_PATH)")
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 GOOD = os.path.join(ROOT, "tests", "unit", "fixtures", "nccl_tests", "mpirun_tag_output_h100.txt")
 HOSTS = ("n1", "n2")
 PHASES = [{"name": name, "fingerprint": "%064x" % index} for index, name in enumerate(["drivers", "network", "nccl_env"])]

@@ -13,11 +13,11 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import valida
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import perftest_runs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node.applied import SETTINGS_CHANGED
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import validation
+from paths import FIXTURES
 
 HW, CONF = "a" * 64, "b" * 64
 NOW = records.date_seconds("2026-12-07T12:00:00Z")
 DAY = 86400
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
 
 def _record(node="gpu-02", **change):
