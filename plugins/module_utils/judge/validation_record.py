@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """A node's last validation as site.yml keeps it on the node, and whether it still proves anything.
 
 Pure, standard library only: the validation_record module reads and writes the record on the node (bounded, without

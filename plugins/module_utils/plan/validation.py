@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpufabric.rdma
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# PRIVATE to the collection gpufabric.rdma: it may change in any release; do not import it from elsewhere.
 """What site.yml's validation measures, and what it keeps of a measurement for the next run.
 
 Pure, standard library only; the validation_plan and node_validation filters call it on the controller.
