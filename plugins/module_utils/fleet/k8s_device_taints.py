@@ -25,7 +25,7 @@ import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.k8s_nodes import taint_value
 from ansible_collections.gpufabric.rdma.plugins.module_utils.fleet.policy import DEVICE_TAINT_APIS, TAINT_KEY
-from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import k8s_names as k8s
 
 GROUP = "resource.k8s.io"
 # Newest first: ``auto`` takes the first the API serves DeviceTaintRule in (policy.py checks the setting).

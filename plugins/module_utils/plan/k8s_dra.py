@@ -34,6 +34,7 @@ import json
 import re
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.report import markdown_table
+from ansible_collections.gpufabric.rdma.plugins.module_utils.common import k8s_names
 from ansible_collections.gpufabric.rdma.plugins.module_utils.plan import k8s
 
 DRA_API = "resource.k8s.io/v1"
@@ -122,7 +123,7 @@ def class_names(names=None):
     for key, value in (names or {}).items():
         if value in (None, ""):
             continue
-        chosen[key] = k8s.dns_subdomain(value, "the %s DeviceClass name" % key)
+        chosen[key] = k8s_names.dns_subdomain(value, "the %s DeviceClass name" % key)
     return chosen
 
 
