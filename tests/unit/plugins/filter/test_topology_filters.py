@@ -1,7 +1,6 @@
 """The topology filters as a playbook uses them: registered command results in, loop results over hosts,
 errors that start with the filter's name and name the bad value, and the text the copy task writes."""
 
-import os
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -9,16 +8,14 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.rdma.plugins.filter.parsers import FilterModule as ParserFilters
 from ansible_collections.gpufabric.rdma.plugins.filter.topology import FilterModule
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import slurm_jobs
+from paths import fixture_text
 
 # The topology filters, and the readers of the fabric's tools they take (parsers.py holds every parse_* filter).
 READERS = ("parse_ibnetdiscover", "parse_lldp_neighbors", "parse_nvidia_smi_fabric")
 F = dict(FilterModule().filters(), **dict((name, ParserFilters().filters()[name]) for name in READERS))
-FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
 
-def read(*parts):
-    with open(os.path.join(FIX, *parts), encoding="utf-8") as handle:
-        return handle.read()
+read = fixture_text
 
 
 def registered(stdout, rc=0):

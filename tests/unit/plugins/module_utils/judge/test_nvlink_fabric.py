@@ -4,7 +4,6 @@ stuck GB200 of Azure/azhpc-images#506 (Insufficient Resources, CliqueId 0, zero 
 dra-driver-nvidia-gpu#626, and nvidia-smi nvlink -s / -e of GB200, A100 and H100. Sources:
 tests/unit/fixtures/README.md."""
 
-import os
 
 import pytest
 
@@ -12,14 +11,10 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.nvlink_fabric
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_smi_fabric import parse_nvidia_smi_fabric
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvlink import parse_nvlink_errors, parse_nvlink_status
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
-from paths import FIXTURES
-
-FIX = FIXTURES
+from paths import fixture_text
 
 
-def read(*parts):
-    with open(os.path.join(FIX, *parts), encoding="utf-8") as handle:
-        return handle.read()
+read = fixture_text
 
 
 def fabric(name):

@@ -1,14 +1,11 @@
 """eadm stat (seed 002) on a real output (sources in tests/unit/fixtures/README.md)."""
 
-import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import eadm
-from paths import FIXTURES
+from paths import fixture_bytes
 
 
-def read(*parts):
-    with open(os.path.join(FIXTURES, *parts), "rb") as handle:
-        return handle.read()
+read = fixture_bytes
 
 
 def test_eadm_stat_live_summary_seed002():

@@ -1,16 +1,13 @@
 """ibdev2netdev (plain, -v, column -t) on real outputs (sources in tests/unit/fixtures/README.md)."""
 
-import os
 
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ibdev2netdev
-from paths import FIXTURES
+from paths import fixture_bytes
 
 
-def read(*parts):
-    with open(os.path.join(FIXTURES, *parts), "rb") as handle:
-        return handle.read()
+read = fixture_bytes
 
 
 def test_ibdev2netdev_column_t_with_comments_imbue4():

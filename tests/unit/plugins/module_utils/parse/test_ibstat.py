@@ -1,14 +1,11 @@
 """ibstat and ibstatus on real outputs (sources in tests/unit/fixtures/README.md)."""
 
-import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import ibstat
-from paths import FIXTURES
+from paths import fixture_bytes
 
 
-def read(*parts):
-    with open(os.path.join(FIXTURES, *parts), "rb") as handle:
-        return handle.read()
+read = fixture_bytes
 
 
 def ports(cas):

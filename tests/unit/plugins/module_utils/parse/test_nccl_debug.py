@@ -12,12 +12,10 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nccl_path
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nccl_debug
-from paths import COLLECTIONS, FIXTURES
+from paths import COLLECTIONS, FIXTURES, fixture_bytes
 
 
-def read(*parts):
-    with open(os.path.join(FIXTURES, *parts), "rb") as handle:
-        return handle.read()
+read = fixture_bytes
 
 
 def parse(*parts):

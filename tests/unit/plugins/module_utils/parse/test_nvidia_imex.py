@@ -14,14 +14,12 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.imex import i
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_imex import parse_nvidia_imex_ctl
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_smi_fabric import parse_nvidia_smi_fabric
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
-from paths import FIXTURES
+from paths import FIXTURES, fixture_text
 
 FIX = FIXTURES
 
 
-def read(*parts):
-    with open(os.path.join(FIX, *parts), encoding="utf-8") as handle:
-        return handle.read()
+read = fixture_text
 
 
 OLD_2 = read("nvidia_imex", "ctl_N_2node_gh200_570_jpsnips.txt")

@@ -1,19 +1,16 @@
 """nvidia-smi nvlink --status / -e on real outputs (sources in tests/unit/fixtures/README.md), and the
 NVLink-down and rising-error findings made from them."""
 
-import os
 
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import nvlink_links
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import nvlink
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
-from paths import FIXTURES
+from paths import fixture_bytes
 
 
-def read(*parts):
-    with open(os.path.join(FIXTURES, *parts), "rb") as handle:
-        return handle.read()
+read = fixture_bytes
 
 
 def test_nvlink_status_a100_8_gpus_gpud():

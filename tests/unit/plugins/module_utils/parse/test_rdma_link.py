@@ -1,17 +1,14 @@
 """rdma link (2017 JSON, 2018 text, current text) on real outputs (sources in tests/unit/fixtures/README.md)."""
 
-import os
 
 import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import rdma_link
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
-from paths import FIXTURES
+from paths import fixture_bytes
 
 
-def read(*parts):
-    with open(os.path.join(FIXTURES, *parts), "rb") as handle:
-        return handle.read()
+read = fixture_bytes
 
 
 def links(found):

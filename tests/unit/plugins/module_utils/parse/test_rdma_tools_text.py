@@ -10,12 +10,10 @@ import pytest
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import eadm, ibdev2netdev, ibstat, nvlink, rdma_link, show_gids
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
-from paths import COLLECTIONS, FIXTURES
+from paths import COLLECTIONS, FIXTURES, fixture_bytes
 
 
-def read(*parts):
-    with open(os.path.join(FIXTURES, *parts), "rb") as handle:
-        return handle.read()
+read = fixture_bytes
 
 
 PARSERS = {

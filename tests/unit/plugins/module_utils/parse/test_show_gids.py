@@ -1,7 +1,6 @@
 """show_gids on real outputs (sources in tests/unit/fixtures/README.md), the RoCE v2 IPv4 GID index
 and show_gids against rdma_devices (sysfs)."""
 
-import os
 
 import pytest
 
@@ -9,12 +8,10 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge import gid_ta
 from ansible_collections.gpufabric.rdma.plugins.module_utils.node import sysfs
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse import show_gids
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
-from paths import FIXTURES
+from paths import fixture_bytes
 
 
-def read(*parts):
-    with open(os.path.join(FIXTURES, *parts), "rb") as handle:
-        return handle.read()
+read = fixture_bytes
 
 
 TUTORIAL = ("show_gids", "roce_3dev_rdmatutorial.txt")

@@ -1,17 +1,12 @@
 """module_utils/topology/rails.py against nvidia-smi topo -m of an 8-GPU, 12-NIC node (aihub0007, and the same
 capture edited, and aihub0008 pasted with glued cells) and of an 8x H200 node (sources: tests/unit/fixtures/README.md)."""
 
-import os
 
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.rails import rail_report
-from paths import FIXTURES
-
-FIX = FIXTURES
+from paths import fixture_text
 
 
-def read(*parts):
-    with open(os.path.join(FIX, *parts), encoding="utf-8") as handle:
-        return handle.read()
+read = fixture_text
 
 
 TOPO_7 = read("nvidia_smi_fabric", "topo_nv18x8_12nic_aihub0007.txt")

@@ -22,14 +22,12 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.nvlink imp
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.slurm_conf import slurm_topology_conf
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.cabling import cabling_check, observed_attachment
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import compress_hostlist
-from paths import FIXTURES
+from paths import FIXTURES, fixture_text
 
 FIX = FIXTURES
 
 
-def read(*parts):
-    with open(os.path.join(FIX, *parts), encoding="utf-8") as handle:
-        return handle.read()
+read = fixture_text
 
 
 X5 = read("ibnetdiscover", "x5_psmn_qdr_hpc_toolset.txt")
