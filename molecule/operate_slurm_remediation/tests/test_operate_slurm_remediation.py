@@ -102,12 +102,16 @@ def drained(host):
     return sorted(name for name in NODES if "DRAIN" in show(host, name)[0])
 
 
-def set_decider(host, **settings):
+def set_decider(host, batch_window=None, **settings):
     """Give the decider other settings (or the scenario's own with none), forget its ledger and the ledger's second
-    copy (with no drain of gpufabric in Slurm, a first start), restart it."""
+    copy (with no drain of gpufabric in Slurm, a first start), restart it. ``batch_window``: how long it gathers the
+    reports sent together (seconds; None: its default)."""
     config = json.loads(host.check_output("cat %s", DECIDER_CONFIG))
     wanted = dict(BASE_SETTINGS, **settings)
     config["remediation"] = wanted
+    config.pop("batch_window", None)
+    if batch_window is not None:
+        config["batch_window"] = batch_window
     data = base64.b64encode(json.dumps(config).encode()).decode()
     # reset-failed: the tests restart it more often than systemd's start limit allows by default
     host.check_output("systemctl stop gpufabric-remediator && rm -f %s %s && echo %s | base64 -d > %s && "
