@@ -72,7 +72,7 @@ def rack_of_three(host):
         imex(name, IMEX_UP_2)
         node_host(name).check_output(
             "test -e {0}.h200 || cp -p {0} {0}.h200; python3 -c \"import json; c = json.load(open('{0}')); "
-            "c['checks'].update({1}); json.dump(c, open('{0}', 'w'))\"".format(MONITOR_CONFIG, json.dumps(TRAY_CHECKS)))
+            "c['checks'].update({1}); json.dump(c, open('{0}', 'w'))\"".format(MONITOR_CONFIG, repr(TRAY_CHECKS)))
         admin_resume(host, name)
     yield
     for name in NODES:
