@@ -95,3 +95,32 @@ def test_a_missing_imex_tool_is_not_run_saying_so(tmp_path):
     missing = str(tmp_path / "nowhere" / "nvidia-imex-ctl")
     found = _run(tmp_path, None, tool=missing)
     assert _imex_check(found["t01"]) == {"name": "imex", "status": "not run", "detail": "%s is not installed" % missing}
+
+
+def test_remediate_yml_loops_over_the_racks_it_drained_each_with_its_nodes(tmp_path):
+    """The rack play's own loop, as remediate.yml writes it, over three hosts of two racks: before, its label
+    (``__remediate_rack.grouper``) failed on ansible-core 2.19, which hands groupby's groups to the loop as lists, and
+    no rack was ever certified ("object of type 'list' has no attribute 'grouper'")."""
+    import yaml
+    with open(os.path.join(ROOT, "playbooks", "remediate.yml")) as handle:
+        plays = yaml.safe_load(handle)
+    (task,) = [p for p in plays if p.get("hosts") == "gpufabric_certify_rack"][0]["tasks"]
+    said = tmp_path / "said"
+    said.mkdir()
+    play = [{"hosts": "all", "gather_facts": False, "tasks": [{
+        "name": "Name each rack and its nodes", "loop": task["loop"], "loop_control": task["loop_control"],
+        "vars": dict((k, task["vars"][k]) for k in ("certify_rack_name", "certify_rack_hosts")),
+        "ansible.builtin.copy": {"dest": "%s/{{ certify_rack_name }}.json" % said, "mode": "0644",
+                                 "content": "{{ certify_rack_hosts | to_json }}"}}]}]
+    (tmp_path / "play.yml").write_text(json.dumps(play))
+    racks = {"t01": "1820000000001", "t02": "1820000000001", "t03": "1820000000002"}
+    (tmp_path / "inventory.yml").write_text(json.dumps({"all": {"hosts": dict(
+        (h, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "__remediate_certify_rack": r})
+        for h, r in racks.items())}}))
+    proc = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")],
+                          capture_output=True, text=True, check=False, timeout=180,
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "rack 1820000000001" in proc.stdout and "rack 1820000000002" in proc.stdout, proc.stdout[-3000:]
+    assert dict((p.stem, json.loads(p.read_text())) for p in said.iterdir()) == {
+        "1820000000001": ["t01", "t02"], "1820000000002": ["t03"]}
