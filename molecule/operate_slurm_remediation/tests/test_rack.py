@@ -19,10 +19,12 @@ import json
 import os
 import re
 
-import pytest
-import testinfra
+import sys
 
-from test_operate_slurm_remediation import (  # the scenario's own helpers: one owner
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # pytest.ini imports test files by path only
+from test_operate_slurm_remediation import (  # noqa: E402  the scenario's own helpers: one owner
     CERTIFY_VARS, DECIDER_CONFIG, LEDGER, NODES, SCENARIO, _copy_to, _remediate, admin_resume, at_once, drained,
     healthcheck, node_host, set_decider, show)
 
@@ -41,6 +43,7 @@ TRAY_CHECKS = {"expected_gpu_count": 4, "imex_ctl_path": "/opt/standin/nvidia-im
 RACK_POLICY = {"min_nodes": 2, "window": 300}
 # DCGM level 2 (a real passing capture) on each tray, and the rack's own checks: IMEX and the NVLink-domain run
 RACK_CERTIFY = {"required": False, "dcgm_level": 2, "checks": ["dcgm"], "max_age": 3600}
+RACK_VARS = ["-e", json.dumps({"remediate_certify_imex_ctl": TRAY_CHECKS["imex_ctl_path"]})]
 BATCH = 10   # the decider gathers the three trays' reports into one batch: their checks take a few seconds each
 
 
@@ -55,8 +58,13 @@ def fabric(name, summary="Healthy"):
     if summary != "Healthy":
         text = text.replace("<summary>Healthy</summary>", "<summary>%s</summary>" % summary,
                             1 if summary == "Limited Capacity" else -1)
-    data = base64.b64encode(gzip.compress(text.encode())).decode()   # under one argument's 128 KiB
-    node_host(name).check_output("echo %s | base64 -d | gunzip > /opt/standin/capture/q.xml", data)
+    write_xml(name, text.encode())
+
+
+def write_xml(name, data):
+    """The nvidia-smi stand-in's q.xml on ``name``, sent compressed: a command line's argument holds 128 KiB."""
+    node_host(name).check_output("echo %s | base64 -d | gunzip > /opt/standin/capture/q.xml",
+                                 base64.b64encode(gzip.compress(data)).decode())
 
 
 def imex(name, capture):
@@ -76,7 +84,8 @@ def rack_of_three(host):
         admin_resume(host, name)
     yield
     for name in NODES:
-        _copy_to(name, H200_XML, "/opt/standin/capture/q.xml")
+        with open(H200_XML, "rb") as handle:
+            write_xml(name, handle.read())
         imex(name, IMEX_UP_2)
         node_host(name).check_output("mv -f {0}.h200 {0}".format(MONITOR_CONFIG))
         admin_resume(host, name)
@@ -124,7 +133,7 @@ def test_a_rack_whose_trays_all_report_unhealthy_within_seconds_is_one_decision(
     assert "switch side: " in decision["why"] and "drain together" in decision["why"], decision
     for name in NODES:
         entry = ledger["nodes"][name]["drains"][-1]
-        assert (entry["rack"], entry["shadow"]) == (RACK, shadow), entry
+        assert (entry["rack"], bool(entry.get("shadow"))) == (RACK, shadow), entry
         assert entry["findings"][0] == "nvlink_rack|rack %s" % RACK, entry
         assert "rack %s" % RACK in out[name], out[name]
     # One action against the rate limit (max_nodes 1): nothing of the rack held back.
@@ -152,14 +161,14 @@ def test_a_rack_whose_trays_all_report_unhealthy_within_seconds_is_one_decision(
     for name in NODES:
         imex(name, IMEX_UP_18)
     cert = dict(checks=TRAY_CHECKS, certification=RACK_CERTIFY, rack=RACK_POLICY)
-    proc = _remediate(*CERTIFY_VARS, mode="shadow", **cert)
+    proc = _remediate(*(CERTIFY_VARS + RACK_VARS), mode="shadow", **cert)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert "rack by rack with IMEX and an NVLink-domain run: %s" % RACK in proc.stdout, proc.stdout[-4000:]
     for name in NODES:
         assert "shadow mode, would have resumed %s" % name in proc.stdout, proc.stdout[-4000:]
     assert drained(host) == NODES
     # Certified (DCGM level 2, IMEX UP, the run across the rack): all three resumed together, one rack decision.
-    proc = _remediate(*CERTIFY_VARS, **cert)
+    proc = _remediate(*(CERTIFY_VARS + RACK_VARS), **cert)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert drained(host) == [], proc.stdout[-4000:]
     ledger = _ledger(host)
