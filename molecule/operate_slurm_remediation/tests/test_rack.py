@@ -157,7 +157,7 @@ def test_a_rack_whose_trays_all_report_unhealthy_within_seconds_is_one_decision(
     out = at_once(healthcheck, NODES)
     assert drained(host) == NODES, out
     # IMEX as each tray sees it: a domain with at least the rack's three nodes, all READY and connected, UP (the
-    # 2-node capture names fewer nodes than the rack has). Check mode and the decider in shadow mode resume nothing.
+    # 2-node capture names fewer nodes than the rack has). The decider in shadow mode resumes nothing.
     for name in NODES:
         imex(name, IMEX_UP_18)
     cert = dict(checks=TRAY_CHECKS, certification=RACK_CERTIFY, rack=RACK_POLICY)
