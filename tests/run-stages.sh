@@ -144,6 +144,24 @@ lab_check_run() {
   echo "=== site.yml --check changed nothing on the nodes (MTU 1500, no nccl.conf, no facts, no packages)"
 }
 
+# The first make lab's validation reports: what NCCL used in the mpirun run (the replayed socket log, as the lab's
+# IB-off environment promises), the bytes per RDMA port labelled as replayed, and perftest's rail x pair table.
+lab_first_reports() {
+  local rc=0
+  # Validation's mpirun run: what NCCL used (the replayed socket log, as the lab's IB-off environment promises)
+  # and the bytes per RDMA port, labelled as replayed.
+  if ! grep -q '^- mpirun across the lab: \*\*PASS\*\*: NCCL ' build/lab-report/nccl-tests/summary.md 2>/dev/null \
+     || ! grep -q '^## mpirun across the lab: bytes per RDMA port during the run - REPLAYED' build/lab-report/nccl-tests/summary.md; then
+    echo "=== the lab's validation report lacks what NCCL used or the per-port table:"; cat build/lab-report/nccl-tests/summary.md 2>/dev/null; rc=1
+  fi
+  # perftest per rail: both rails, both directions of the lab's pair, in the rail x pair table.
+  if [[ $(grep -c '^| ib_write_bw | [01] | .* PASS (mlx5_\([01]\) -> mlx5_\1) | .* PASS (mlx5_\([01]\) -> mlx5_\2) |$' \
+          build/lab-report/perftest/perftest.md 2>/dev/null) != 2 ]]; then
+    echo "=== the lab's perftest report lacks the rail x pair table:"; cat build/lab-report/perftest/perftest.md; rc=1
+  fi
+  return $rc
+}
+
 # The README's first command for real: `make lab` on a fresh lab, then again, whose site.yml
 # must change nothing on any node; the lab is removed afterwards either way.
 stage_lab() {
@@ -152,6 +170,8 @@ stage_lab() {
   rm -rf build/lab-report/burnin build/lab-report/burnin-search
   lab_check_run || rc=1
   make lab || rc=1
+  # The first run's reports (the second measures nothing, as nothing changed):
+  lab_first_reports || rc=1
   if [[ $rc -eq 0 ]]; then
     make lab >"$log" 2>&1 || { tail -n 40 "$log"; rc=1; }
     echo "=== second make lab, site.yml and burnin.yml recaps:"
@@ -163,16 +183,10 @@ stage_lab() {
     if ! grep -q '^PASSED: 2 hosts, 1 pairs in 1 rounds' build/lab-report/burnin/burnin.md 2>/dev/null; then
       echo "=== the lab burn-in report is missing or did not pass:"; tail -n 30 "$log"; rc=1
     fi
-    # Validation's mpirun run: what NCCL used (the replayed socket log, as the lab's IB-off environment promises)
-    # and the bytes per RDMA port, labelled as replayed.
-    if ! grep -q '^- mpirun across the lab: \*\*PASS\*\*: NCCL ' build/lab-report/nccl-tests/summary.md 2>/dev/null \
-       || ! grep -q '^## mpirun across the lab: bytes per RDMA port during the run - REPLAYED' build/lab-report/nccl-tests/summary.md; then
-      echo "=== the lab's validation report lacks what NCCL used or the per-port table:"; tail -n 30 "$log"; rc=1
-    fi
-    # perftest per rail: both rails, both directions of the lab's pair, in the rail x pair table.
-    if [[ $(grep -c '^| ib_write_bw | [01] | .* PASS (mlx5_\([01]\) -> mlx5_\1) | .* PASS (mlx5_\([01]\) -> mlx5_\2) |$' \
-            build/lab-report/perftest/perftest.md 2>/dev/null) != 2 ]]; then
-      echo "=== the lab's perftest report lacks the rail x pair table:"; cat build/lab-report/perftest/perftest.md; rc=1
+    # The second site.yml validated what changed - nothing: its summary says so and names each node's last validation.
+    if [[ $(grep -c '^- gpufabric-node[12]: not measured again: last validated ' build/lab-report/nccl-tests/summary.md 2>/dev/null) != 2 ]]; then
+      echo "=== the second run's validation report does not report both nodes from their last validation:"
+      cat build/lab-report/nccl-tests/summary.md; rc=1
     fi
     # The search strategy on the same two nodes: one group (the pair) in one round.
     if ! grep -q '^PASSED: 2 hosts, 1 group runs in 1 rounds' build/lab-report/burnin-search/burnin.md 2>/dev/null; then
