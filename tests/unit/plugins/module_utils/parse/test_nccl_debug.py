@@ -394,9 +394,8 @@ def test_100000_character_lines_take_linear_time():
         "ports": context + "".join("h:1:2 [0] NCCL INFO NET/IB: [%d] mlx5_%d:uverbs%d:1/IB\n" % (i, i, i) for i in range(999)),
         "ray_dedup": "(RayWorkerWrapper pid=1, ip=10.0.0.1) h:1:2 [0] NCCL INFO x" + " [repeated 2x across cluster]" * (n // 28),
     }
-    collections = COLLECTIONS
     try:
-        proc = subprocess.run([sys.executable, "-c", RUNNER, collections], input=json.dumps(shapes),
+        proc = subprocess.run([sys.executable, "-c", RUNNER, COLLECTIONS], input=json.dumps(shapes),
                               capture_output=True, text=True, timeout=60, check=False)
     except subprocess.TimeoutExpired:
         pytest.fail("parse_nccl_debug did not finish 100,000-character lines in 60 s: a regular expression backtracks")

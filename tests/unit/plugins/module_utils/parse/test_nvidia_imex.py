@@ -14,9 +14,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.judge.imex import i
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_imex import parse_nvidia_imex_ctl
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_smi_fabric import parse_nvidia_smi_fabric
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.rdma_common import ToolTextError
-from paths import FIXTURES, fixture_text
-
-FIX = FIXTURES
+from paths import COLLECTIONS, fixture_text
 
 
 read = fixture_text
@@ -111,8 +109,7 @@ def test_the_reader_stays_linear():
         "            parse_nvidia_imex_ctl(head + t + '\\nDomain State: UP\\n')",
         "        except ValueError:",
         "            pass"])
-    collections = os.path.abspath(os.path.join(FIX, "..", "..", "..", "build", "collections"))
-    result = subprocess.run([sys.executable, "-"], input=code, env=dict(os.environ, PYTHONPATH=collections), check=False,
+    result = subprocess.run([sys.executable, "-"], input=code, env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False,
                             timeout=20, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
 

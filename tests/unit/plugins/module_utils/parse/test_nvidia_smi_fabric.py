@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.gpufabric.rdma.plugins.module_utils.parse.nvidia_smi_fabric import HEALTH_KEYS, parse_nvidia_smi_fabric
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.nvlink import node_domain
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.topology_names import TopologyError
-from paths import fixture_path
+from paths import COLLECTIONS, fixture_path
 
 FIX = fixture_path("nvidia_smi_fabric")
 HEALTHY_ROWS = {"summary": "Healthy", "bandwidth": "Full", "route_recovery_in_progress": "False",
@@ -146,7 +146,6 @@ def test_the_reader_stays_linear_on_long_lines_and_many_gpus():
         "one = open(%r).read()" % os.path.join(FIX, "q_gb300x4_constructed.txt"),
         "parsed = parse_nvidia_smi_fabric(one * 1024)",
         "assert len(parsed['gpus']) == 4096, len(parsed['gpus'])"])
-    collections = os.path.abspath(os.path.join(FIX, "..", "..", "..", "..", "build", "collections"))
-    result = subprocess.run([sys.executable, "-"], input=code, env=dict(os.environ, PYTHONPATH=collections), check=False,
+    result = subprocess.run([sys.executable, "-"], input=code, env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False,
                             timeout=20, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -85,9 +85,8 @@ def test_100000_character_lines_take_linear_time():
         "digits": "1" * n,
         "escape": "\x1b[" * (n // 2),
     }
-    collections = COLLECTIONS
     try:
-        proc = subprocess.run([sys.executable, "-c", RUNNER, collections], input=json.dumps(shapes),
+        proc = subprocess.run([sys.executable, "-c", RUNNER, COLLECTIONS], input=json.dumps(shapes),
                               capture_output=True, text=True, timeout=60, check=False)
     except subprocess.TimeoutExpired:
         pytest.fail("a parser did not finish 100,000-character lines in 60 s: a regular expression backtracks")

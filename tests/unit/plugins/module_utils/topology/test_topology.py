@@ -22,9 +22,7 @@ from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.nvlink imp
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.slurm_conf import slurm_topology_conf
 from ansible_collections.gpufabric.rdma.plugins.module_utils.topology.cabling import cabling_check, observed_attachment
 from ansible_collections.gpufabric.rdma.plugins.module_utils.common.hostlist import compress_hostlist
-from paths import FIXTURES, fixture_text
-
-FIX = FIXTURES
+from paths import COLLECTIONS, fixture_text
 
 
 read = fixture_text
@@ -551,7 +549,6 @@ def test_no_parser_backtracks_on_a_long_line(call):
                       "        %s" % CALLS[call][0],
                       "    except ValueError:",
                       "        pass"])
-    collections = os.path.abspath(os.path.join(FIX, "..", "..", "..", "build", "collections"))
-    result = subprocess.run([sys.executable, "-"], input=code, env=dict(os.environ, PYTHONPATH=collections), check=False,
+    result = subprocess.run([sys.executable, "-"], input=code, env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False,
                             timeout=20, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
